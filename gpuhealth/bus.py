@@ -1,0 +1,270 @@
+"""NATS and JetStream: connect, provision, publish, consume, drain.
+
+Every stage uses these few functions, so reconnects, acknowledgement and dead
+letters behave the same everywhere:
+
+- ``publish_batch`` publishes with ``Nats-Msg-Id`` = message id and returns only
+  when JetStream has acknowledged every message (a repeat inside the stream's
+  duplicate window is dropped by the server).
+- ``Consumer`` pulls batches from a durable consumer, decodes them with the
+  family's decoder, dead-letters what does not decode, hands the rest to the
+  stage and acknowledges only after the stage returned: its effect is durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+import msgspec
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType, StreamConfig
+
+from gpuhealth import subjects
+from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
+
+log = logging.getLogger("gpuhealth.bus")
+
+T = TypeVar("T")
+
+
+async def connect(url: str, name: str, *, retry_for: float | None = None) -> NATS:
+    """Connect with reconnects forever once connected. ``retry_for`` seconds of
+    retrying the first connection (None: forever, 0: one try)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if retry_for is None else loop.time() + retry_for
+
+    async def on_error(e: Exception) -> None:
+        log.debug("nats: %s", e)
+
+    async def on_disconnect() -> None:
+        # Also called by close() and drain(); only an unplanned loss is worth a warning.
+        if not nc_ref or not (nc_ref[0].is_closed or nc_ref[0].is_draining):
+            log.warning("nats: disconnected from %s, reconnecting", url)
+
+    async def on_reconnect() -> None:
+        log.info("nats: reconnected to %s", url)
+
+    nc_ref: list[NATS] = []
+    # With reconnects forever, nats-py also retries the first connection forever:
+    # a deadline has to come from outside.
+    remaining = None if deadline is None else max(0.5, deadline - loop.time())
+    try:
+        nc = await asyncio.wait_for(
+            nats.connect(
+                servers=[url],
+                name=name,
+                connect_timeout=2,
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.5,
+                error_cb=on_error,
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+            ),
+            timeout=remaining,
+        )
+    except TimeoutError as e:
+        raise ConnectionError(f"no NATS server answered at {url} within {retry_for:.0f}s") from e
+    nc_ref.append(nc)
+    return nc
+
+
+async def provision(js: JetStreamContext, *, replicas: int = 1) -> None:
+    """Create or update every stream and KV bucket; safe to run from every stage at once."""
+    for spec in subjects.STREAMS:
+        config = StreamConfig(
+            name=spec.name,
+            subjects=spec.subjects,
+            max_age=spec.max_age_s,
+            duplicate_window=spec.duplicate_window_s,
+            max_msg_size=spec.max_msg_size,
+            storage=StorageType.FILE,
+            num_replicas=replicas,
+        )
+        try:
+            await js.add_stream(config)
+        except nats.js.errors.BadRequestError:
+            await js.update_stream(config)
+    for bucket in subjects.KV_BUCKETS:
+        with contextlib.suppress(nats.js.errors.BadRequestError):  # exists already
+            await js.create_key_value(
+                KeyValueConfig(bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas)
+            )
+
+
+def headers_for(msg_id: str) -> dict[str, str]:
+    return {"Nats-Msg-Id": msg_id, SCHEMA_HEADER: str(SCHEMA_VERSION)}
+
+
+async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, bytes]], *, timeout: float = 5.0) -> None:
+    """Publish (subject, id, payload) items and wait until JetStream acknowledged all.
+
+    Raises TimeoutError or a NATS error when any is not acknowledged; the caller
+    retries the whole batch, which the ids make harmless."""
+    futures: list[asyncio.Future[Any]] = []
+    try:
+        for subject, msg_id, payload in items:
+            futures.append(await js.publish_async(subject, payload, headers=headers_for(msg_id)))
+        async with asyncio.timeout(timeout):
+            for fut in futures:
+                await fut
+    finally:
+        # An unanswered publish would hold its slot of publish_async's window forever.
+        for fut in futures:
+            if not fut.done():
+                fut.cancel()
+
+
+class Consumer(Generic[T]):
+    """A durable pull consumer over one stream, for one stage."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        stream: str,
+        durable: str,
+        filter_subject: str,
+        decoder: msgspec.msgpack.Decoder[T],
+        stage: str,
+        handle: Callable[[list[T]], Awaitable[None]],
+        batch: int = 1000,
+        ack_wait_s: float = 15.0,
+        deliver_new: bool = False,
+    ) -> None:
+        self.js = js
+        self.stream = stream
+        self.durable = durable
+        self.filter_subject = filter_subject
+        self.decoder = decoder
+        self.stage = stage
+        self.handle = handle
+        self.batch = batch
+        self.ack_wait_s = ack_wait_s
+        self.deliver_new = deliver_new
+        self.processed = 0
+        self.dead_lettered = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        sub = await self._subscribe(stop)
+        backoff = 0.2
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(self.batch, timeout=0.5)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                return
+            except nats.errors.Error as e:
+                log.warning("%s: fetch failed (%s); retrying", self.stage, e)
+                await asyncio.sleep(backoff)
+                continue
+            good: list[T] = []
+            for m in msgs:
+                item = await self._decode_or_dead_letter(m)
+                if item is not None:
+                    good.append(item)
+            if not await self._handle_until_done(good, msgs, stop):
+                return  # stopping: the batch stays unacked and is redelivered
+            for m in msgs:
+                await _ack(m)
+
+    async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
+        config = ConsumerConfig(
+            ack_wait=self.ack_wait_s,
+            max_ack_pending=self.batch * 4,
+            deliver_policy=DeliverPolicy.NEW if self.deliver_new else DeliverPolicy.ALL,
+        )
+        while True:
+            try:
+                return await self.js.pull_subscribe(
+                    self.filter_subject, durable=self.durable, stream=self.stream, config=config
+                )
+            except (TimeoutError, nats.errors.Error) as e:
+                if stop.is_set():
+                    raise
+                log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
+                await asyncio.sleep(1.0)
+
+    async def _decode_or_dead_letter(self, m: Msg) -> T | None:
+        version = (m.headers or {}).get(SCHEMA_HEADER, str(SCHEMA_VERSION))
+        reason = None
+        if version != str(SCHEMA_VERSION):
+            reason = f"unknown schema version {version!r} (this consumer reads {SCHEMA_VERSION})"
+        else:
+            try:
+                return self.decoder.decode(m.data)
+            except (msgspec.DecodeError, msgspec.ValidationError) as e:
+                reason = f"undecodable: {e}"
+        await self.dead_letter(m, reason)
+        return None
+
+    async def dead_letter(self, m: Msg, reason: str) -> None:
+        self.dead_lettered += 1
+        seq = m.metadata.sequence.stream if m.reply else 0
+        letter = DeadLetter(
+            id=new_id(),
+            time=now_ns(),
+            stage=self.stage,
+            subject=m.subject,
+            reason=reason,
+            headers={k: str(v) for k, v in (m.headers or {}).items()},
+            data=m.data[: 256 * 1024],
+        )
+        log.warning("%s: dead-lettered a message on %s: %s", self.stage, m.subject, reason)
+        subject = subjects.dlq_subject(subjects.node_token_of(m.subject), self.stage)
+        while True:
+            try:
+                await publish_batch(self.js, [(subject, f"{self.stage}:{self.stream}:{seq}", encode(letter))])
+                return
+            except (TimeoutError, nats.errors.Error) as e:
+                log.warning("%s: dead-letter publish failed (%s); retrying", self.stage, e)
+                await asyncio.sleep(0.5)
+
+    async def _handle_until_done(self, items: list[T], msgs: list[Msg], stop: asyncio.Event) -> bool:
+        """Run the stage's effect, retrying with back-off; False when stopped first."""
+        delay = 0.2
+        while True:
+            try:
+                await self.handle(items)
+                self.processed += len(items)
+                return True
+            except Exception as e:
+                log.warning("%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(items), e, delay)
+            # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
+            for m in msgs:
+                with contextlib.suppress(nats.errors.Error):
+                    await m.in_progress()
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+                return False
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, 10.0)
+
+
+async def _ack(m: Msg) -> None:
+    try:
+        await m.ack()
+    except nats.errors.Error as e:
+        # The message will be redelivered; every stage is idempotent by id.
+        log.debug("ack failed: %s", e)
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT: every service drains and exits on it."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

@@ -1,0 +1,226 @@
+"""Running the stages: ``gpuctl up`` (all of them on one node) and ``gpuctl serve …``.
+
+``up`` starts the embedded nats-server (unless given ``--nats``), runs the rules
+and sink services in this process, starts the agent in its own process, and
+only when the agent says every source is open writes ``run.json`` into the
+data dir for the other commands to find it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuhealth import bus
+from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
+from gpuhealth.errors import ConfigError, GpuhealthError
+from gpuhealth.events import now_ns
+from gpuhealth.natsd import EmbeddedNats, die_with_parent
+from rules.service import RulesService
+from sinks.clickhouse import SinkService, Store, chdb_dsn
+
+log = logging.getLogger("gpuhealth.up")
+
+
+@dataclass
+class UpOptions:
+    data_dir: Path
+    kmsg_path: Path
+    sysfs_root: Path
+    proc_root: Path
+    nats_url: str | None
+    clickhouse: str | None
+    node: str | None
+    cluster: str | None
+    nats_port: int = -1
+
+
+def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_inject: bool) -> list[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "producers.agent",
+        "--nats",
+        nats_url,
+        "--data-dir",
+        str(o.data_dir),
+        "--kmsg-path",
+        str(o.kmsg_path),
+        "--sysfs-root",
+        str(o.sysfs_root),
+        "--proc-root",
+        str(o.proc_root),
+    ]
+    if o.node:
+        argv += ["--node", o.node]
+    if o.cluster:
+        argv += ["--cluster", o.cluster]
+    if allow_inject:
+        argv.append("--allow-inject")
+    if ready_fd is not None:
+        argv += ["--ready-fd", str(ready_fd)]
+    return argv
+
+
+class Agent:
+    """The agent child process; restarted if it dies while we run."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self, timeout: float = 60.0) -> dict[str, object]:
+        read_fd, write_fd = os.pipe()
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                "--ready-fd",
+                str(write_fd),
+                pass_fds=(write_fd,),
+                preexec_fn=die_with_parent,
+                stdin=asyncio.subprocess.DEVNULL,
+            )
+        finally:
+            os.close(write_fd)
+        loop = asyncio.get_running_loop()
+        with os.fdopen(read_fd, "rb") as ready:
+            try:
+                line = await asyncio.wait_for(loop.run_in_executor(None, ready.readline), timeout)
+            except TimeoutError:
+                line = b""
+        if not line:
+            await self.stop()
+            raise GpuhealthError("the agent exited before it was ready; see its log above")
+        result: dict[str, object] = json.loads(line)
+        return result
+
+    async def stop(self, timeout: float = 15.0) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        self.proc.terminate()
+        try:
+            await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            self.proc.kill()
+            await self.proc.wait()
+
+
+async def run_up(o: UpOptions) -> int:
+    o.data_dir.mkdir(parents=True, exist_ok=True)
+    existing = read_run_info(o.data_dir)
+    if existing is not None and _alive(existing.pid):
+        raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
+    stop = bus.stop_on_signals()
+    nats = None
+    if o.nats_url is None:
+        nats = EmbeddedNats(o.data_dir, port=o.nats_port)
+        url = await nats.start()
+    else:
+        url = o.nats_url
+    store = Store(o.clickhouse or chdb_dsn(o.data_dir))
+    agent: Agent | None = None
+    tasks: list[asyncio.Task[None]] = []
+    nc = None
+    try:
+        nc = await bus.connect(url, "gpuhealth-up", retry_for=30)
+        js = nc.jetstream()
+        await bus.provision(js)
+        await store.run(store.connect)
+        tasks.append(asyncio.create_task(RulesService(js).run(stop)))
+        tasks.append(asyncio.create_task(SinkService(nc, js, store).run(stop)))
+        agent = Agent(agent_argv(url, o, ready_fd=None, allow_inject=True))
+        ready = await agent.start()
+        identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
+        sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
+        write_run_info(
+            o.data_dir,
+            RunInfo(
+                pid=os.getpid(),
+                nats_url=url,
+                node=identity.node,
+                cluster=identity.cluster,
+                kmsg_path=str(o.kmsg_path),
+                allow_inject=True,
+                started_ns=now_ns(),
+                clickhouse=store.dsn,
+                sources=sources,
+            ),
+        )
+        print(f"gpuhealth up on node {identity.node}", flush=True)
+        print(f"  nats:       {url}{' (embedded)' if nats else ''}", flush=True)
+        print(f"  clickhouse: {store.dsn}", flush=True)
+        print(f"  data dir:   {o.data_dir}", flush=True)
+        for name, state in sources.items():
+            print(f"  source {name}: {state}", flush=True)
+        print("ready: Ctrl-C to stop", flush=True)
+        await _watch(agent, stop, tasks)
+    finally:
+        stop.set()
+        remove_run_info(o.data_dir, os.getpid())
+        if agent is not None:
+            await agent.stop()
+        for t in tasks:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(t, 15)
+        if nc is not None:
+            with contextlib.suppress(Exception):
+                await nc.drain()
+        await asyncio.get_running_loop().run_in_executor(None, store.close)
+        if nats is not None:
+            await nats.stop()
+    print("gpuhealth stopped", flush=True)
+    return 0
+
+
+async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Until stopped: restart the agent if it dies; fail loudly if a service dies."""
+    while not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
+        for t in tasks:
+            if t.done() and not stop.is_set():
+                exc = t.exception()
+                raise GpuhealthError(f"a service stopped unexpectedly: {exc!r}")
+        if agent.proc is not None and agent.proc.returncode is not None and not stop.is_set():
+            log.warning("agent exited with %s; restarting it", agent.proc.returncode)
+            await agent.start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def serve_rules(nats_url: str) -> int:
+    stop = bus.stop_on_signals()
+    nc = await bus.connect(nats_url, "gpuhealth-rules")
+    js = nc.jetstream()
+    await bus.provision(js)
+    await RulesService(js).run(stop)
+    await nc.drain()
+    return 0
+
+
+async def serve_sink(nats_url: str, clickhouse: str) -> int:
+    stop = bus.stop_on_signals()
+    nc = await bus.connect(nats_url, "gpuhealth-sink")
+    js = nc.jetstream()
+    await bus.provision(js)
+    store = Store(clickhouse)
+    try:
+        await SinkService(nc, js, store).run(stop)
+    finally:
+        await nc.drain()
+        await asyncio.get_running_loop().run_in_executor(None, store.close)
+    return 0

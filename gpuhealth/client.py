@@ -1,0 +1,91 @@
+"""What gpuctl's read commands need from a running gpuhealth: find it, read the
+health and inventory buckets, and ask the sink read-only SQL."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client as NATS
+
+from gpuhealth import bus, subjects
+from gpuhealth.config import read_run_info
+from gpuhealth.errors import NotRunningError, QueryError
+from gpuhealth.events import HEALTH_DECODER, HEALTH_ORDER, INVENTORY_DECODER, HealthState, Inventory
+
+
+def nats_url_for(data_dir: Path, nats_url: str | None) -> str:
+    if nats_url:
+        return nats_url
+    info = read_run_info(data_dir)
+    if info is None:
+        raise NotRunningError(f"no running gpuhealth found in {data_dir} (start it with 'gpuctl up', or pass --nats)")
+    return info.nats_url
+
+
+async def open_client(url: str) -> NATS:
+    try:
+        return await bus.connect(url, "gpuctl", retry_for=2.0)
+    except (TimeoutError, OSError, nats.errors.Error) as e:
+        raise NotRunningError(f"no gpuhealth answers at {url}: {e}") from e
+
+
+async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
+    js = nc.jetstream()
+    try:
+        kv = await js.key_value(bucket)
+        keys = await kv.keys()
+    except nats.js.errors.NoKeysError:
+        return []
+    except (nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError) as e:
+        raise NotRunningError(f"bucket {bucket} not found: is gpuhealth provisioned on this server?") from e
+    except (TimeoutError, nats.errors.Error) as e:
+        raise NotRunningError(f"cannot read {bucket}: {e}") from e
+    out = []
+    for key in keys:
+        with contextlib.suppress(nats.js.errors.KeyNotFoundError):
+            entry = await kv.get(key)
+            if entry.value:
+                out.append(entry.value)
+    return out
+
+
+async def health_states(nc: NATS) -> list[HealthState]:
+    states = []
+    for raw in await _all_values(nc, subjects.KV_HEALTH):
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            states.append(HEALTH_DECODER.decode(raw))
+    return sorted(states, key=lambda s: (s.node, s.component, s.entity))
+
+
+async def inventories(nc: NATS) -> list[Inventory]:
+    out = []
+    for raw in await _all_values(nc, subjects.KV_INVENTORY):
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            out.append(INVENTORY_DECODER.decode(raw))
+    return sorted(out, key=lambda i: i.node)
+
+
+def worst(states: list[HealthState]) -> str:
+    return max((s.health for s in states), key=HEALTH_ORDER.__getitem__, default="Healthy")
+
+
+async def sql(
+    nc: NATS, query: str, params: dict[str, Any] | None = None, *, max_rows: int = 10_000, timeout: float = 15.0
+) -> tuple[list[str], list[list[Any]]]:
+    """A read-only query answered by the sink that owns the ClickHouse store."""
+    request = msgspec.json.encode({"sql": query, "params": params or {}, "max_rows": max_rows, "timeout_s": timeout})
+    try:
+        reply = await nc.request(subjects.QUERY_SUBJECT, request, timeout=timeout + 2)
+    except nats.errors.NoRespondersError as e:
+        raise NotRunningError("no gpuhealth sink answers queries on this server") from e
+    except (TimeoutError, nats.errors.TimeoutError) as e:
+        raise QueryError(f"the query did not finish in {timeout:.0f}s") from e
+    body = msgspec.json.decode(reply.data)
+    if body.get("error"):
+        raise QueryError(body["error"])
+    return body.get("columns", []), body.get("rows", [])

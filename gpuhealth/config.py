@@ -1,0 +1,109 @@
+"""Where things live and who this node is.
+
+Precedence for every setting: the command-line flag, then the environment
+(``GPUHEALTH_*``), then the default here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import msgspec
+
+from gpuhealth.errors import ConfigError
+
+
+def default_data_dir() -> Path:
+    """``$GPUHEALTH_DATA_DIR``, else /var/lib/gpuhealth as root, else ~/.local/state/gpuhealth."""
+    env = os.environ.get("GPUHEALTH_DATA_DIR")
+    if env:
+        return Path(env)
+    if os.geteuid() == 0:
+        return Path("/var/lib/gpuhealth")
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state) / "gpuhealth"
+
+
+class NodeIdentity(msgspec.Struct, frozen=True):
+    cluster: str
+    node: str
+    machine_id: str
+    boot_id: str
+    boot_time_ns: int
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def boot_time_ns(proc_root: Path) -> int:
+    """The boot's wall-clock start from /proc/stat's btime: stable for the whole boot,
+    so a kernel record's time (and the id derived from it) is the same on every read."""
+    for line in _read(proc_root / "stat").splitlines():
+        if line.startswith("btime "):
+            try:
+                return int(line.split()[1]) * 1_000_000_000
+            except (IndexError, ValueError):
+                break
+    return 0
+
+
+def read_identity(
+    *,
+    proc_root: Path = Path("/proc"),
+    etc_root: Path = Path("/etc"),
+    cluster: str | None = None,
+    node: str | None = None,
+) -> NodeIdentity:
+    cluster = cluster or os.environ.get("GPUHEALTH_CLUSTER") or "default"
+    node = node or os.environ.get("GPUHEALTH_NODE") or socket.gethostname()
+    if not node.strip():
+        raise ConfigError("the node name is empty: set --node or GPUHEALTH_NODE")
+    return NodeIdentity(
+        cluster=cluster,
+        node=node,
+        machine_id=_read(etc_root / "machine-id"),
+        boot_id=_read(proc_root / "sys" / "kernel" / "random" / "boot_id"),
+        boot_time_ns=boot_time_ns(proc_root),
+    )
+
+
+class RunInfo(msgspec.Struct, kw_only=True):
+    """What a running ``gpuctl up`` tells other commands, in <data-dir>/run.json."""
+
+    pid: int
+    nats_url: str
+    node: str
+    cluster: str
+    kmsg_path: str
+    allow_inject: bool
+    started_ns: int
+    clickhouse: str
+    sources: dict[str, str] = {}
+
+
+RUN_FILE = "run.json"
+
+
+def write_run_info(data_dir: Path, info: RunInfo) -> None:
+    tmp = data_dir / (RUN_FILE + ".tmp")
+    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(info)))
+    tmp.replace(data_dir / RUN_FILE)
+
+
+def read_run_info(data_dir: Path) -> RunInfo | None:
+    try:
+        return msgspec.json.decode((data_dir / RUN_FILE).read_bytes(), type=RunInfo)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def remove_run_info(data_dir: Path, pid: int) -> None:
+    info = read_run_info(data_dir)
+    if info is not None and info.pid == pid:
+        (data_dir / RUN_FILE).unlink(missing_ok=True)

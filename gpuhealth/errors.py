@@ -1,0 +1,39 @@
+"""Every error a gpuhealth user can see, in one tree.
+
+    GpuhealthError
+    ├── ConfigError              a flag, file or environment value is wrong
+    ├── NotRunningError          no running gpuhealth answers (gpuctl exits 4)
+    ├── EmbeddedServerError      the embedded nats-server could not start
+    ├── QueryError               the sink refused or failed a read-only query
+    └── SourceError              a producer cannot open its source
+        (also an OSError, so callers that handle OS errors handle it)
+
+``gpuctl`` prints one line for any of them and exits non-zero; ``--debug``
+shows the traceback.
+"""
+
+from __future__ import annotations
+
+
+class GpuhealthError(Exception):
+    """Base of every error gpuhealth raises on purpose."""
+
+
+class ConfigError(GpuhealthError, ValueError):
+    pass
+
+
+class NotRunningError(GpuhealthError):
+    pass
+
+
+class EmbeddedServerError(GpuhealthError):
+    pass
+
+
+class QueryError(GpuhealthError):
+    pass
+
+
+class SourceError(GpuhealthError, OSError):
+    pass

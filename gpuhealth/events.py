@@ -1,0 +1,197 @@
+"""The wire contract: every message gpuhealth puts on NATS.
+
+Each subject family has a tagged union of msgspec Structs and one reusable
+decoder. Messages are msgpack on the wire with the header
+``Gpuhealth-Schema: 1``; a consumer that meets another version dead-letters the
+message instead of guessing. ``gpuhealth/schema/wire.schema.json`` is generated
+from these types (``gpuctl schema``) and is what other teams code against.
+
+Times are Unix epoch nanoseconds (int): exact, cheap to encode, and what
+ClickHouse's DateTime64(9) stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time as _time
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+SCHEMA_VERSION = 1
+SCHEMA_HEADER = "Gpuhealth-Schema"
+
+Health = Literal["Healthy", "Degraded", "Unhealthy", "Unknown"]
+RepairAction = Literal[
+    "IGNORE_NO_ACTION_REQUIRED",
+    "CHECK_USER_APP_AND_GPU",
+    "RESET_GPU",
+    "REBOOT_SYSTEM",
+    "HARDWARE_INSPECTION",
+]
+# Worst last: the order a node's overall health is judged in (Unknown is worst:
+# a node whose state cannot be known must not take work silently).
+HEALTH_ORDER: dict[str, int] = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2, "Unknown": 3}
+
+Nanos = Annotated[int, msgspec.Meta(ge=0, description="Unix epoch nanoseconds")]
+
+
+class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True):
+    """Fields every message carries."""
+
+    id: str
+    time: Nanos
+    cluster: str
+    node: str
+    machine_id: str = ""
+    boot_id: str = ""
+    source: str
+    component: str
+
+
+# ---------------------------------------------------------------- events
+
+
+class NvlinkDetail(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Decoded intrinfo of NVLink Xids 144-150."""
+
+    subcode: int
+    unit: str = ""
+    fatal: bool | None = None
+
+
+class KernelEvent(Message, tag="kernel", kw_only=True):
+    """One kernel log record (or a storm of identical ones, see ``count``)."""
+
+    kind: str | None
+    message: str
+    seq: int = -1
+    priority: int = 6
+    monotonic_us: int = 0
+    xid: int | None = None
+    sxid: int | None = None
+    pci_bus_id: str | None = None
+    pid: int | None = None
+    process: str | None = None
+    nvlink: NvlinkDetail | None = None
+    count: int = 1
+
+
+class SourceStatus(Message, tag="source_status", kw_only=True):
+    """A producer says whether it can read its source. Missing data is not health."""
+
+    available: bool
+    applicable: bool = True
+    reason: str = ""
+
+
+class SetHealthy(Message, tag="set_healthy", kw_only=True):
+    """An operator cleared a state by hand; who and why are kept."""
+
+    target_component: str
+    entity: str | None = None
+    user: str = ""
+    reason: str = ""
+
+
+Event = KernelEvent | SourceStatus | SetHealthy
+
+# ---------------------------------------------------------------- inventory
+
+
+class GpuInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    index: int
+    pci_bus_id: str
+    uuid: str | None = None
+    serial: str | None = None
+    name: str | None = None
+    board_part_number: str | None = None
+    vbios: str | None = None
+
+
+class Inventory(Message, tag="inventory", kw_only=True):
+    gpus: list[GpuInfo] = []
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    chassis_serial: str | None = None
+
+
+# ---------------------------------------------------------------- health
+
+
+class HealthState(Message, tag="health", kw_only=True):
+    """The current health of one (node, component, entity); published on change."""
+
+    entity: str
+    health: Health
+    reason: str
+    repair_actions: list[RepairAction] = []
+    since: Nanos
+    event_ids: list[str] = []
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
+# ---------------------------------------------------------------- dead letters
+
+
+class DeadLetter(msgspec.Struct, kw_only=True, tag="dead_letter", tag_field="type"):
+    """A message a consumer could not use, kept whole with the reason."""
+
+    id: str
+    time: Nanos
+    stage: str
+    subject: str
+    reason: str
+    headers: dict[str, str] = {}
+    data: bytes = b""
+
+
+FAMILIES: dict[str, Any] = {
+    "event": Event,
+    "inventory": Inventory,
+    "health": HealthState,
+    "dlq": DeadLetter,
+}
+
+_encoder = msgspec.msgpack.Encoder()
+EVENT_DECODER = msgspec.msgpack.Decoder(Event)
+INVENTORY_DECODER = msgspec.msgpack.Decoder(Inventory)
+HEALTH_DECODER = msgspec.msgpack.Decoder(HealthState)
+DLQ_DECODER = msgspec.msgpack.Decoder(DeadLetter)
+
+
+def encode(msg: msgspec.Struct) -> bytes:
+    return _encoder.encode(msg)
+
+
+# ---------------------------------------------------------------- ids
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def _ulid(ms: int, tail80: int) -> str:
+    value = ((ms & ((1 << 48) - 1)) << 80) | (tail80 & ((1 << 80) - 1))
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(out))
+
+
+def new_id(time_ns: int | None = None) -> str:
+    """A ULID: sorts by time, unique without coordination."""
+    t = _time.time_ns() if time_ns is None else time_ns
+    return _ulid(t // 1_000_000, int.from_bytes(os.urandom(10), "big"))
+
+
+def derived_id(time_ns: int, *parts: object) -> str:
+    """A ULID whose random part is a hash of ``parts``: the same fact read twice
+    gets the same id, so JetStream and the sink recognise the repeat."""
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=10).digest()
+    return _ulid(time_ns // 1_000_000, int.from_bytes(digest, "big"))
+
+
+def now_ns() -> int:
+    return _time.time_ns()

@@ -1,0 +1,98 @@
+"""Subject names, JetStream streams and KV buckets: the bus's address book.
+
+gpuhealth.v1.event.<node>.<source>        facts a producer saw
+gpuhealth.v1.inventory.<node>             what hardware a node has
+gpuhealth.v1.health.<node>.<component>    derived states, on change only
+gpuhealth.v1.dlq.<node>.<stage>           messages a consumer could not use
+gpuhealth.v1.cmd.<node>.<verb>            request/reply to one node's agent
+gpuhealth.v1.query.sql                    read-only SQL, answered by the sink
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+PREFIX = "gpuhealth.v1"
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
+
+
+def token(name: str) -> str:
+    """One subject token from any name: dots, spaces and wildcards become '_'."""
+    return _UNSAFE.sub("_", name) or "_"
+
+
+def event_subject(node: str, source: str) -> str:
+    return f"{PREFIX}.event.{token(node)}.{token(source)}"
+
+
+def inventory_subject(node: str) -> str:
+    return f"{PREFIX}.inventory.{token(node)}"
+
+
+def health_subject(node: str, component: str) -> str:
+    return f"{PREFIX}.health.{token(node)}.{token(component)}"
+
+
+def dlq_subject(node_token: str, stage: str) -> str:
+    return f"{PREFIX}.dlq.{node_token}.{token(stage)}"
+
+
+def cmd_subject(node: str, verb: str) -> str:
+    return f"{PREFIX}.cmd.{token(node)}.{token(verb)}"
+
+
+def node_token_of(subject: str) -> str:
+    """The node token of a family subject, or '_' when there is none."""
+    parts = subject.split(".")
+    return parts[3] if len(parts) > 3 and subject.startswith(PREFIX + ".") else "_"
+
+
+QUERY_SUBJECT = f"{PREFIX}.query.sql"
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    name: str
+    subjects: list[str]
+    max_age_s: float
+    duplicate_window_s: float = 600.0
+    max_msg_size: int = 1 << 20
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+DAY = 86400.0
+EVENTS = StreamSpec("GPUHEALTH_EVENTS", [f"{PREFIX}.event.>"], 7 * DAY)
+INVENTORY = StreamSpec("GPUHEALTH_INVENTORY", [f"{PREFIX}.inventory.>"], 7 * DAY)
+HEALTH = StreamSpec("GPUHEALTH_HEALTH", [f"{PREFIX}.health.>"], 7 * DAY)
+DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_window_s=120.0)
+STREAMS = (EVENTS, INVENTORY, HEALTH, DLQ)
+
+# Current health per (node, component, entity); the rules' own per-node state;
+# the latest inventory per node.
+KV_HEALTH = "gpuhealth_health"
+KV_RULES = "gpuhealth_rules"
+KV_INVENTORY = "gpuhealth_inventory"
+KV_BUCKETS = (KV_HEALTH, KV_RULES, KV_INVENTORY)
+
+_KV_UNSAFE = re.compile(r"[^A-Za-z0-9_\-/]")
+
+
+def kv_escape(part: str) -> str:
+    """A reversible KV key part: '=XX' escapes what KV keys may not hold ('.' separates parts)."""
+    return _KV_UNSAFE.sub(lambda m: "".join(f"={b:02X}" for b in m.group().encode()), part) or "="
+
+
+def kv_unescape(part: str) -> str:
+    if part == "=":
+        return ""
+    return re.sub(
+        r"(?:=[0-9A-F]{2})+",
+        lambda m: bytes.fromhex(m.group().replace("=", "")).decode(),
+        part,
+    )
+
+
+def health_key(node: str, component: str, entity: str) -> str:
+    return ".".join(kv_escape(p) for p in (node, component, entity))

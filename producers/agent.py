@@ -1,0 +1,180 @@
+"""The node agent: runs the enabled producers and publishes what they see.
+
+This is a lean entry point (``python -m producers.agent``): ``gpuctl serve
+agent`` execs it so the long-running process on every GPU node holds no CLI
+framework and no storage engine, only nats-py, msgspec and the producers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from gpuhealth import bus, subjects
+from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
+from gpuhealth.errors import GpuhealthError
+from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
+from producers import sysfs
+from producers.kmsg import KmsgProducer, append_record
+
+log = logging.getLogger("gpuhealth.agent")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="gpuctl serve agent", description="gpuhealth node agent")
+    p.add_argument("--nats", required=True, help="NATS server URL")
+    p.add_argument("--data-dir", type=Path, default=None, help="where the agent keeps its cursors")
+    p.add_argument("--kmsg-path", type=Path, default=Path("/dev/kmsg"))
+    p.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
+    p.add_argument("--proc-root", type=Path, default=Path("/proc"))
+    p.add_argument("--node", default=None, help="node name (default: $GPUHEALTH_NODE or the hostname)")
+    p.add_argument("--cluster", default=None, help="cluster name (default: $GPUHEALTH_CLUSTER or 'default')")
+    p.add_argument("--allow-inject", action="store_true", help="accept inject-fault commands over NATS")
+    p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
+    t = now_ns()
+    gpus = [GpuInfo(index=i, pci_bus_id=d.bdf) for i, d in enumerate(sysfs.nvidia_gpus(sysfs_root))]
+    return Inventory(
+        id=new_id(t),
+        time=t,
+        cluster=identity.cluster,
+        node=identity.node,
+        machine_id=identity.machine_id,
+        boot_id=identity.boot_id,
+        source="sysfs",
+        component="inventory",
+        gpus=gpus,
+        driver_version=sysfs.nvidia_driver_version(sysfs_root),
+    )
+
+
+class InjectRequest(msgspec.Struct):
+    message: str
+    priority: int = 3
+
+
+async def serve_injections(nc: NATS, identity: NodeIdentity, kmsg_path: Path, allowed: bool) -> None:
+    """Answer ``cmd.<node>.inject``: write the record to this agent's kernel log source."""
+
+    async def handle(msg: Msg) -> None:
+        if not allowed:
+            await msg.respond(b'{"error": "injection is not allowed on this agent (start it with --allow-inject)"}')
+            return
+        try:
+            req = msgspec.json.decode(msg.data, type=InjectRequest)
+            seq = await asyncio.to_thread(append_record, kmsg_path, req.message, req.priority)
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError) as e:
+            await msg.respond(json.dumps({"error": str(e)}).encode())
+            return
+        await msg.respond(json.dumps({"ok": True, "seq": seq, "path": str(kmsg_path)}).encode())
+
+    await nc.subscribe(subjects.cmd_subject(identity.node, "inject"), cb=handle)
+
+
+async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+    """Keep a producer loop alive: an unexpected error is logged and the loop restarts."""
+    delay = 0.5
+    while not stop.is_set():
+        try:
+            await run()
+            return
+        except Exception:
+            log.exception("%s failed; restarting in %.1fs", name, delay)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, 30.0)
+
+
+async def run(args: argparse.Namespace) -> int:
+    identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
+    state_dir = (args.data_dir or default_data_dir()) / "agent"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    stop = bus.stop_on_signals()
+    nc = await bus.connect(args.nats, f"gpuhealth-agent-{identity.node}")
+    js = nc.jetstream()
+    await bus.provision(js)
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items)
+
+    kmsg = KmsgProducer(args.kmsg_path, identity, state_dir, publish)
+    statuses = [kmsg.open()]
+    inventory = inventory_of(identity, args.sysfs_root)
+    first = [(subjects.event_subject(identity.node, s.source), s.id, encode(s)) for s in statuses]
+    first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
+    await _publish_until_acked(publish, first, stop)
+    await serve_injections(nc, identity, args.kmsg_path, args.allow_inject)
+
+    sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
+    log.info("agent ready on node %s: %s", identity.node, sources)
+    if args.ready_fd is not None:
+        with os.fdopen(args.ready_fd, "w") as ready:
+            ready.write(json.dumps({"ready": True, "node": identity.node, "sources": sources}) + "\n")
+
+    tasks = []
+    if statuses[0].available:
+
+        async def run_kmsg() -> None:
+            try:
+                await kmsg.run(stop)
+            except OSError:
+                kmsg.source.close()
+                kmsg.open()
+                raise
+
+        tasks.append(asyncio.create_task(supervise("kmsg", run_kmsg, stop)))
+    await stop.wait()
+    log.info("agent stopping: draining")
+    for t in tasks:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(t, 10)
+    kmsg.source.close()
+    await nc.drain()
+    return 0
+
+
+async def _publish_until_acked(
+    publish: Callable[[list[tuple[str, str, bytes]]], Awaitable[None]],
+    items: list[tuple[str, str, bytes]],
+    stop: asyncio.Event,
+) -> None:
+    delay = 0.2
+    while not stop.is_set():
+        try:
+            await publish(items)
+            return
+        except Exception as e:
+            log.warning("publish not acknowledged (%s); retrying", e)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        return asyncio.run(run(args))
+    except GpuhealthError as e:
+        print(f"gpuhealth agent: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Kernel log line → typed finding. Pure: no I/O but reading the pattern file once.
+
+The patterns live in ``kernel_patterns.toml`` with the source of each; this
+module strips the many prefixes a kernel line arrives with, tries the rules in
+order and extracts the fields an operator acts on (Xid/SXid code, the PCI
+device, the process).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+MAX_LINE = 8192  # longer lines are cut: a kernel record is at most ~1 KiB, anything else is garbage
+
+KINDS = (
+    "xid",
+    "sxid",
+    "nvlink",
+    "gpu_fallen_off_bus",
+    "gsp",
+    "pcie_aer",
+    "pcie_link",
+    "mce_edac",
+    "oom",
+    "hung_task",
+    "soft_lockup",
+    "fs_readonly",
+    "infiniband",
+    "nfs",
+    "other_fault",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLine:
+    """What one line says. ``kind`` is None for a line that is not a fault."""
+
+    kind: str | None
+    message: str
+    priority: int | None = None
+    xid: int | None = None
+    sxid: int | None = None
+    pci_bus_id: str | None = None
+    pid: int | None = None
+    process: str | None = None
+    nvlink_subcode: int | None = None
+    nvlink_fatal: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    kind: str
+    regex: re.Pattern[str]
+    source: str
+
+
+@cache
+def rules() -> tuple[Rule, ...]:
+    text = resources.files("producers").joinpath("kernel_patterns.toml").read_text()
+    data = tomllib.loads(text)
+    out = []
+    for r in data["rule"]:
+        if r["kind"] not in KINDS:
+            raise ValueError(f"kernel_patterns.toml: unknown kind {r['kind']!r}")
+        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"]))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- prefixes
+
+_KMSG_HEAD = re.compile(r"^(?P<prio>\d+),\d+,\d+,[^;]*;")
+_ANGLE_PRIO = re.compile(r"^<(?P<prio>\d+)>")
+# dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso
+_DMESG_X = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*:\s*")
+_ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
+# "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
+# "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start.
+_BRACKET_TIME = re.compile(r"^\[[^\[\]]*\d[^\[\]]*\]\s*")
+# syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
+# language ("jan.", "фев", "8月"), an optional leading year.
+_SYSLOG = re.compile(
+    r"^(?:\d{4}\s+)?\S+\s+\d{1,2},?\s+(?:\d{4}\s+)?\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+"
+    r"(?:(?P<host>[^\s:\[\]]+)\s+)??(?:(?P<lvl>[A-Z]{3,7})\s+)?"
+    r"(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
+)
+_RFC3339_SYSLOG = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\s+"
+    r"(?:(?P<host>[^\s:\[\]]+)\s+)?(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
+)
+_KERNEL_TAG = re.compile(r"^(?:[^\s:\[\]]+\s+)?kernel:\s*")
+
+_SYSLOG_LEVELS = {
+    "EMERG": 0,
+    "ALERT": 1,
+    "CRIT": 2,
+    "ERR": 3,
+    "ERROR": 3,
+    "WARN": 4,
+    "WARNING": 4,
+    "NOTICE": 5,
+    "INFO": 6,
+    "DEBUG": 7,
+}
+_DMESG_LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6, "debug": 7}
+
+
+@dataclass(frozen=True, slots=True)
+class Stripped:
+    message: str
+    priority: int | None
+    tag: str | None
+    tag_pid: int | None
+
+
+def strip_prefixes(line: str) -> Stripped:
+    """Remove record heads, timestamps and syslog prefixes, keeping what they say."""
+    s = line.strip()
+    priority: int | None = None
+    tag: str | None = None
+    tag_pid: int | None = None
+    for _ in range(6):  # prefixes nest (syslog, then "[ 12.3]"), but never deeply
+        before = s
+        if m := _KMSG_HEAD.match(s) or _ANGLE_PRIO.match(s):
+            priority = int(m["prio"]) & 7
+            s = s[m.end() :]
+        if m := _DMESG_X.match(s):
+            priority = _DMESG_LEVELS.get(m["lvl"], priority)
+            s = s[m.end() :]
+            if t := _ISO_TIME.match(s):
+                s = s[t.end() :]
+        if m := _BRACKET_TIME.match(s):
+            s = s[m.end() :]
+        if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s):
+            if m["tag"] != "kernel":
+                tag = m["tag"]
+                tag_pid = int(m["pid"]) if m["pid"] else None
+            lvl = m.groupdict().get("lvl")
+            if lvl:
+                priority = _SYSLOG_LEVELS.get(lvl, priority)
+            s = s[m.end() :]
+        if m := _KERNEL_TAG.match(s):
+            s = s[m.end() :]
+        if s == before:
+            break
+    return Stripped(s, priority, tag, tag_pid)
+
+
+# ---------------------------------------------------------------- fields
+
+_PCI_FULL = re.compile(r"\b(?:[0-9a-fA-F]{4,8}):[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b")
+_PCI_NVRM = re.compile(r"\bPCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\b")
+_XID_PID = re.compile(r"\bpid=(?:(?P<pid>\d+)|'?<unknown>'?)")
+_XID_NAME = re.compile(r"\bname=(?P<name>.+?)(?:, |,$|$)")
+_PROC_PATTERNS = (
+    re.compile(r"\btask (?P<name>\S+):(?P<pid>\d+) blocked for"),
+    re.compile(r"^task:(?P<name>\S+)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
+    re.compile(r"\b(?:Killed|reaped) process (?P<pid>\d+) \((?P<name>[^)]*)\)"),
+    re.compile(r"\btask=(?P<name>[^,]+),pid=(?P<pid>\d+)"),
+    re.compile(r"soft lockup - CPU#\d+ stuck for \d+s! \[(?P<name>.+):(?P<pid>\d+)\]"),
+    re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<pid>\d+)\]: segfault"),
+    re.compile(r"\(pid (?P<pid>\d+)\)"),
+)
+_NVLINK_INTRINFO = re.compile(r"\((0x[0-9a-fA-F]+)")
+
+
+def normalise_pci(text: str) -> str | None:
+    """'0000:04:00', 'PCI:0000:04:00', '00000000:86:00.0', '0002:00' → '0000:04:00.0' form."""
+    parts = text.lower().removeprefix("pci:").split(":")
+    try:
+        if len(parts) == 3:
+            domain, bus, devfn = parts
+        elif len(parts) == 2:
+            domain, (bus, devfn) = "0", parts
+        else:
+            return None
+        dev, _, fn = devfn.partition(".")
+        return f"{int(domain, 16):04x}:{int(bus, 16):02x}:{int(dev, 16):02x}.{int(fn or '0', 16)}"
+    except ValueError:
+        return None
+
+
+def _first_pci(message: str) -> str | None:
+    if m := _PCI_FULL.search(message):
+        return normalise_pci(m.group())
+    if m := _PCI_NVRM.search(message):
+        return normalise_pci(m.group(1))
+    return None
+
+
+def _process(message: str, kind: str | None, stripped: Stripped) -> tuple[int | None, str | None]:
+    if kind == "xid":
+        pid_m = _XID_PID.search(message)
+        name_m = _XID_NAME.search(message)
+        pid = int(pid_m["pid"]) if pid_m and pid_m["pid"] else None
+        name = name_m["name"].strip() if name_m else None
+        return pid, (None if name in (None, "<unknown>", "'<unknown>'") else name)
+    for pattern in _PROC_PATTERNS:
+        if m := pattern.search(message):
+            groups = m.groupdict()
+            return int(groups["pid"]), groups.get("name")
+    if stripped.tag_pid is not None:
+        return stripped.tag_pid, stripped.tag
+    return None, None
+
+
+def classify(line: str) -> KernelLine:
+    """Classify one kernel log line, with or without its prefixes."""
+    if len(line) > MAX_LINE:
+        line = line[:MAX_LINE]
+    stripped = strip_prefixes(line)
+    message = stripped.message
+    kind: str | None = None
+    groups: dict[str, str] = {}
+    # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag.
+    text = f"{stripped.tag}: {message}" if stripped.tag else message
+    for rule in rules():
+        if m := rule.regex.search(text):
+            kind, groups = rule.kind, {k: v for k, v in m.groupdict().items() if v}
+            break
+    pci = normalise_pci(groups["pci"]) if groups.get("pci") else _first_pci(message)
+    pid, process = _process(message, kind, stripped)
+    xid = int(groups["xid"]) if groups.get("xid") else None
+    subcode = fatal = None
+    if xid is not None and 144 <= xid <= 150:
+        subcode, fatal = _nvlink_detail(message)
+    return KernelLine(
+        kind=kind,
+        message=message,
+        priority=stripped.priority,
+        xid=xid,
+        sxid=int(groups["sxid"]) if groups.get("sxid") else None,
+        pci_bus_id=pci,
+        pid=pid,
+        process=process,
+        nvlink_subcode=subcode,
+        nvlink_fatal=fatal,
+    )
+
+
+def _nvlink_detail(message: str) -> tuple[int | None, bool | None]:
+    """Xid 144-150: subcode = (intrinfo >> 20) & 0x3F (NVIDIA's Xid catalog); Fatal/Nonfatal as printed."""
+    subcode = None
+    if m := _NVLINK_INTRINFO.search(message):
+        subcode = (int(m.group(1), 16) >> 20) & 0x3F
+    lowered = message.lower()
+    fatal = False if "nonfatal" in lowered or "non-fatal" in lowered else (True if "fatal" in lowered else None)
+    return subcode, fatal

@@ -1,0 +1,327 @@
+"""The rules engine: (node state, event) → (node state, health state changes).
+
+Pure and deterministic: no I/O, no clock but the event's time, no randomness.
+The same event history gives the same states, so a restart that resumes from
+the saved state, a replay over last month, and a live run all agree. The state
+is per node, so the service can spread nodes over instances.
+
+Semantics (../DESIGN.md "Health semantics"):
+- a fault sets its (component, entity) to the catalog's first repair action;
+  the health follows from the action (IGNORE → no change, CHECK_USER_APP →
+  Degraded, anything stronger → Unhealthy);
+- the catalog's action list is an escalation ladder: the next rung once the
+  same fault has been seen on ≥ 3 boots (it recurred after ≥ 2 reboots);
+  application Xids never climb to hardware;
+- states are sticky at their worst; a new boot clears reboot-class states,
+  HARDWARE_INSPECTION only clears by an explicit set-healthy;
+- an event already applied (redelivered) changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+
+from gpuhealth.events import (
+    HEALTH_ORDER,
+    Event,
+    HealthState,
+    Inventory,
+    KernelEvent,
+    RepairAction,
+    SetHealthy,
+    SourceStatus,
+    derived_id,
+)
+from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog, Entry
+
+RECENT_IDS = 512
+MAX_BOOTS = 16
+
+
+class ComponentState(msgspec.Struct, kw_only=True):
+    component: str
+    entity: str
+    health: str
+    reason: str
+    actions: list[RepairAction] = []
+    since: int
+    event_ids: list[str] = []
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
+class Fault(msgspec.Struct, kw_only=True):
+    """One (component, entity, code) over time: an incident with a count."""
+
+    boots: list[str] = []
+    count: int = 0
+    first: int = 0
+    last: int = 0
+
+
+class NodeState(msgspec.Struct, kw_only=True):
+    node: str
+    cluster: str = ""
+    machine_id: str = ""
+    boot_id: str = ""
+    past_boots: list[str] = []
+    states: dict[str, ComponentState] = {}
+    faults: dict[str, Fault] = {}
+    gpu_uuid_by_pci: dict[str, str] = {}
+    recent: list[str] = []
+
+
+_STATE_ENCODER = msgspec.msgpack.Encoder()
+_STATE_DECODER = msgspec.msgpack.Decoder(NodeState)
+
+
+def encode_state(state: NodeState) -> bytes:
+    return _STATE_ENCODER.encode(state)
+
+
+def decode_state(data: bytes) -> NodeState:
+    return _STATE_DECODER.decode(data)
+
+
+def _key(*parts: str) -> str:
+    return "\x1f".join(parts)
+
+
+def health_of(action: str) -> str:
+    if action == "IGNORE_NO_ACTION_REQUIRED":
+        return "Healthy"
+    return "Degraded" if action == "CHECK_USER_APP_AND_GPU" else "Unhealthy"
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[NodeState, list[HealthState]]:
+    """Apply one event. The engine owns ``state``: it returns it updated."""
+    if state is None:
+        state = NodeState(node=event.node)
+    if event.id in state.recent:
+        return state, []
+    state.recent.append(event.id)
+    del state.recent[:-RECENT_IDS]
+    state.cluster, state.machine_id = event.cluster, event.machine_id or state.machine_id
+    outputs = _boot_change(state, event)
+    late = bool(event.boot_id) and event.boot_id in state.past_boots
+    if isinstance(event, KernelEvent):
+        outputs += _kernel(state, event, catalog, late)
+    elif isinstance(event, SourceStatus):
+        outputs += _source_status(state, event)
+    elif isinstance(event, SetHealthy):
+        outputs += _set_healthy(state, event)
+    return state, outputs
+
+
+def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
+    if state is None:
+        state = NodeState(node=inventory.node)
+    state.gpu_uuid_by_pci = {g.pci_bus_id: g.uuid for g in inventory.gpus if g.uuid}
+    return state
+
+
+# ---------------------------------------------------------------- rules
+
+
+def _boot_change(state: NodeState, event: Event) -> list[HealthState]:
+    if not event.boot_id or event.boot_id == state.boot_id or event.boot_id in state.past_boots:
+        return []
+    first_seen = not state.boot_id
+    if not first_seen:
+        state.past_boots.append(state.boot_id)
+        del state.past_boots[:-MAX_BOOTS]
+    state.boot_id = event.boot_id
+    if first_seen:
+        return []
+    out = []
+    for cs in state.states.values():
+        if cs.health != "Healthy" and cs.actions and cs.actions[0] in REBOOT_CLEARS:
+            out.append(_set(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
+    return out
+
+
+_XID154 = re.compile(r"to 0x[0-9a-fA-F]+ \(([^)]*)\)")
+_XID154_ACTIONS: dict[str, RepairAction] = {
+    "none": "IGNORE_NO_ACTION_REQUIRED",
+    "gpu reset required": "RESET_GPU",
+    "drain and reset": "RESET_GPU",
+    "node reboot required": "REBOOT_SYSTEM",
+    "drain p2p": "CHECK_USER_APP_AND_GPU",
+}
+
+
+def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
+    entity = ev.pci_bus_id or "unknown"
+    if ev.kind == "xid" and ev.xid is not None:
+        entry = catalog.xid.get(ev.xid)
+        code_key = f"xid:{ev.xid}"
+        if entry is None:
+            ladder: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
+            reason = f"unrecognised Xid {ev.xid}"
+        else:
+            ladder, reason = entry.ladder, f"Xid {ev.xid}: {entry.name}"
+            if ev.xid == 154 and (m := _XID154.search(ev.message)):
+                ladder = (_XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
+                reason = f"Xid 154: GPU recovery action changed to {m.group(1)}"
+        return _fault(
+            state, ev, ev.component, entity, code_key, ladder, reason, entry, app=ev.xid in APPLICATION_XIDS, late=late
+        )
+    if ev.kind == "sxid" and ev.sxid is not None:
+        entry = catalog.sxid.get(ev.sxid)
+        if entry is None:
+            return _fault(
+                state,
+                ev,
+                ev.component,
+                entity,
+                f"sxid:{ev.sxid}",
+                ("CHECK_USER_APP_AND_GPU",),
+                f"unrecognised SXid {ev.sxid}",
+                None,
+                app=False,
+                late=late,
+            )
+        return _fault(
+            state,
+            ev,
+            ev.component,
+            entity,
+            f"sxid:{ev.sxid}",
+            entry.ladder,
+            f"SXid {ev.sxid}: {entry.name}",
+            entry,
+            app=False,
+            late=late,
+        )
+    if ev.kind == "gpu_fallen_off_bus":
+        return _fault(
+            state,
+            ev,
+            ev.component,
+            entity,
+            "fallen_off_bus",
+            ("REBOOT_SYSTEM", "HARDWARE_INSPECTION"),
+            "GPU has fallen off the bus",
+            None,
+            app=False,
+            late=late,
+        )
+    if ev.kind == "gsp":
+        return _fault(
+            state,
+            ev,
+            ev.component,
+            entity,
+            "gsp",
+            ("REBOOT_SYSTEM", "HARDWARE_INSPECTION"),
+            f"GSP firmware error: {ev.message[:160]}",
+            None,
+            app=False,
+            late=late,
+        )
+    return []  # other kinds are stored as events; their component rules are windowed (rules issue)
+
+
+def _fault(
+    state: NodeState,
+    ev: KernelEvent,
+    component: str,
+    entity: str,
+    code_key: str,
+    ladder: tuple[RepairAction, ...],
+    reason: str,
+    entry: Entry | None,
+    *,
+    app: bool,
+    late: bool,
+) -> list[HealthState]:
+    fault = state.faults.setdefault(_key(component, entity, code_key), Fault(first=ev.time))
+    fault.count += ev.count
+    fault.last = max(fault.last, ev.time)
+    if ev.boot_id and ev.boot_id not in fault.boots:
+        fault.boots.append(ev.boot_id)
+        del fault.boots[:-MAX_BOOTS]
+    if not ladder:
+        return []
+    step = min((len(fault.boots) - 1) // 2, len(ladder) - 1) if fault.boots else 0
+    while step > 0 and (
+        ACTION_RANK[ladder[step]] <= ACTION_RANK[ladder[0]] or (app and ladder[step] == "HARDWARE_INSPECTION")
+    ):
+        step -= 1
+    action = ladder[step]
+    if step > 0:
+        reason += f" (seen on {len(fault.boots)} boots: escalated)"
+    health = health_of(action)
+    if health == "Healthy" or (late and action in REBOOT_CLEARS):
+        return []  # an incident without a state change, or a stale fault from a boot already left
+    key = _key(component, entity)
+    current = state.states.get(key)
+    if current is not None and _worse_or_equal(current, health, action):
+        return []
+    cs = current or ComponentState(component=component, entity=entity, health="Healthy", reason="", since=ev.time)
+    cs.pci_bus_id = ev.pci_bus_id
+    cs.gpu_uuid = state.gpu_uuid_by_pci.get(ev.pci_bus_id or "")
+    state.states[key] = cs
+    return [_set(state, ev, cs, health, reason, [action])]
+
+
+def _worse_or_equal(cs: ComponentState, health: str, action: str) -> bool:
+    cur_action = ACTION_RANK[cs.actions[0]] if cs.actions else -1
+    return (HEALTH_ORDER[cs.health], cur_action) >= (HEALTH_ORDER[health], ACTION_RANK[action])
+
+
+def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:
+    if ev.available:
+        health, reason = "Healthy", ev.reason
+    elif not ev.applicable:
+        health, reason = "Healthy", f"not applicable: {ev.reason}"
+    else:
+        health, reason = "Unknown", ev.reason
+    key = _key(ev.component, ev.node)
+    cs = state.states.get(key)
+    if cs is not None and cs.health == health and cs.reason == reason:
+        return []
+    if cs is None:
+        cs = state.states[key] = ComponentState(
+            component=ev.component, entity=ev.node, health=health, reason="", since=ev.time
+        )
+    return [_set(state, ev, cs, health, reason, [])]
+
+
+def _set_healthy(state: NodeState, ev: SetHealthy) -> list[HealthState]:
+    out = []
+    for cs in state.states.values():
+        if cs.component == ev.target_component and ev.entity in (None, cs.entity) and cs.health != "Healthy":
+            why = f"set healthy by {ev.user or 'an operator'}: {ev.reason}".rstrip(": ")
+            out.append(_set(state, ev, cs, "Healthy", why, []))
+    return out
+
+
+def _set(
+    state: NodeState, ev: Event, cs: ComponentState, health: str, reason: str, actions: list[RepairAction]
+) -> HealthState:
+    cs.health, cs.reason, cs.actions, cs.since = health, reason, actions, ev.time
+    cs.event_ids = [ev.id]
+    return HealthState(
+        id=derived_id(ev.time, state.node, cs.component, cs.entity, ev.id),
+        time=ev.time,
+        cluster=state.cluster,
+        node=state.node,
+        machine_id=state.machine_id,
+        boot_id=state.boot_id,
+        source="rules",
+        component=cs.component,
+        entity=cs.entity,
+        health=health,  # type: ignore[arg-type]
+        reason=reason,
+        repair_actions=list(actions),
+        since=ev.time,
+        event_ids=list(cs.event_ids),
+        gpu_uuid=cs.gpu_uuid,
+        pci_bus_id=cs.pci_bus_id,
+    )

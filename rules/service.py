@@ -1,0 +1,101 @@
+"""The rules service: the engine wired to JetStream and the KV buckets.
+
+For each batch of events: apply the engine per node, publish the state
+changes on ``gpuhealth.v1.health.<node>.<component>`` (ids derived from the
+causing event, so a reprocessed batch publishes nothing new), write them to the
+health KV bucket, save the touched nodes' engine state, and only then
+acknowledge. A crash anywhere in between redelivers the batch, which the
+engine recognises as already applied or recomputes identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import nats.js.errors
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from gpuhealth import bus, subjects
+from gpuhealth.events import EVENT_DECODER, INVENTORY_DECODER, Event, HealthState, Inventory, encode
+from rules import catalog as catalog_mod
+from rules.engine import NodeState, apply, apply_inventory, decode_state, encode_state
+
+log = logging.getLogger("gpuhealth.rules")
+
+
+class RulesService:
+    def __init__(self, js: JetStreamContext, *, durable: str = "rules") -> None:
+        self.js = js
+        self.durable = durable
+        self.catalog = catalog_mod.load()
+        self.nodes: dict[str, NodeState] = {}
+        self.kv_rules: KeyValue | None = None
+        self.kv_health: KeyValue | None = None
+        self.kv_inventory: KeyValue | None = None
+        self.states_published = 0
+
+    async def start(self) -> None:
+        self.kv_rules = await self.js.key_value(subjects.KV_RULES)
+        self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
+        self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)
+
+    async def _node(self, node: str) -> NodeState | None:
+        if node in self.nodes:
+            return self.nodes[node]
+        assert self.kv_rules is not None
+        try:
+            entry = await self.kv_rules.get(subjects.kv_escape(node))
+        except nats.js.errors.KeyNotFoundError:
+            return None
+        return decode_state(entry.value) if entry.value else None
+
+    async def handle_events(self, events: list[Event]) -> None:
+        assert self.kv_rules is not None and self.kv_health is not None
+        touched: dict[str, NodeState] = {}
+        outputs: list[HealthState] = []
+        for ev in events:
+            state, out = apply(await self._node(ev.node), ev, self.catalog)
+            self.nodes[ev.node] = touched[ev.node] = state
+            outputs.extend(out)
+        if outputs:
+            await bus.publish_batch(
+                self.js, [(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
+            )
+            latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
+            for key, h in latest.items():
+                await self.kv_health.put(key, encode(h))
+            self.states_published += len(outputs)
+        for node, state in touched.items():
+            await self.kv_rules.put(subjects.kv_escape(node), encode_state(state))
+
+    async def handle_inventory(self, items: list[Inventory]) -> None:
+        assert self.kv_rules is not None and self.kv_inventory is not None
+        for inv in items:
+            state = apply_inventory(await self._node(inv.node), inv)
+            self.nodes[inv.node] = state
+            await self.kv_rules.put(subjects.kv_escape(inv.node), encode_state(state))
+            await self.kv_inventory.put(subjects.kv_escape(inv.node), encode(inv))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.start()
+        events = bus.Consumer(
+            self.js,
+            stream=subjects.EVENTS.name,
+            durable=self.durable,
+            filter_subject=subjects.EVENTS.subjects[0],
+            decoder=EVENT_DECODER,
+            stage="rules",
+            handle=self.handle_events,
+        )
+        inventory = bus.Consumer(
+            self.js,
+            stream=subjects.INVENTORY.name,
+            durable=f"{self.durable}-inventory",
+            filter_subject=subjects.INVENTORY.subjects[0],
+            decoder=INVENTORY_DECODER,
+            stage="rules",
+            handle=self.handle_inventory,
+        )
+        await asyncio.gather(events.run(stop), inventory.run(stop))

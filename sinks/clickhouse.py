@@ -1,0 +1,342 @@
+"""The ClickHouse sink: events, health changes and dead letters, each stored once.
+
+One writer thread owns the clickhouse-connect client: chDB's client is
+synchronous and its directory can be opened by one process, so every insert
+and every read-only query runs there, never on the event loop. Inserts are
+idempotent by id: before a batch goes in, the ids already stored are looked
+up (bloom-filter index, time range pruned) and skipped, so a redelivered
+event is never counted twice, whatever batch it comes back in. With one sink
+per table this is exact; the ids are what makes it safe to retry at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, subjects
+from gpuhealth.errors import ConfigError, QueryError
+from gpuhealth.events import (
+    DLQ_DECODER,
+    EVENT_DECODER,
+    HEALTH_DECODER,
+    DeadLetter,
+    Event,
+    HealthState,
+    KernelEvent,
+    SetHealthy,
+    SourceStatus,
+)
+
+log = logging.getLogger("gpuhealth.sink")
+
+T = TypeVar("T")
+DATABASE = "gpuhealth"
+
+EVENT_COLUMNS = [
+    "id",
+    "time",
+    "cluster",
+    "node",
+    "machine_id",
+    "boot_id",
+    "source",
+    "component",
+    "type",
+    "kind",
+    "xid",
+    "sxid",
+    "pci_bus_id",
+    "pid",
+    "process",
+    "message",
+    "count",
+    "seq",
+    "payload",
+]
+HEALTH_COLUMNS = [
+    "id",
+    "time",
+    "cluster",
+    "node",
+    "boot_id",
+    "component",
+    "entity",
+    "health",
+    "reason",
+    "repair_actions",
+    "since",
+    "event_ids",
+    "gpu_uuid",
+    "pci_bus_id",
+]
+DLQ_COLUMNS = ["id", "time", "stage", "subject", "reason", "headers", "data"]
+
+
+def event_row(ev: Event) -> list[Any]:
+    kind, xid, sxid, pci, pid, process, message, count, seq = "", None, None, "", None, "", "", 1, -1
+    if isinstance(ev, KernelEvent):
+        kind, xid, sxid, pci = ev.kind or "", ev.xid, ev.sxid, ev.pci_bus_id or ""
+        pid, process, message, count, seq = ev.pid, ev.process or "", ev.message, ev.count, ev.seq
+    elif isinstance(ev, SourceStatus):
+        kind, message = "source_status", ev.reason
+    elif isinstance(ev, SetHealthy):
+        kind, message = "set_healthy", f"{ev.user}: {ev.reason}"
+    return [
+        ev.id,
+        ev.time,
+        ev.cluster,
+        ev.node,
+        ev.machine_id,
+        ev.boot_id,
+        ev.source,
+        ev.component,
+        type(ev).__name__,
+        kind,
+        xid,
+        sxid,
+        pci,
+        pid,
+        process,
+        message,
+        count,
+        seq,
+        msgspec.json.encode(ev).decode(),
+    ]
+
+
+def health_row(h: HealthState) -> list[Any]:
+    return [
+        h.id,
+        h.time,
+        h.cluster,
+        h.node,
+        h.boot_id,
+        h.component,
+        h.entity,
+        h.health,
+        h.reason,
+        list(h.repair_actions),
+        h.since,
+        list(h.event_ids),
+        h.gpu_uuid or "",
+        h.pci_bus_id or "",
+    ]
+
+
+def dlq_row(d: DeadLetter) -> list[Any]:
+    return [d.id, d.time, d.stage, d.subject, d.reason, d.headers, d.data.decode("utf-8", "replace")]
+
+
+# ---------------------------------------------------------------- the store
+
+
+def migrations() -> list[tuple[int, str]]:
+    files = resources.files("sinks").joinpath("schema")
+    out = []
+    for f in files.iterdir():
+        if m := re.match(r"(\d+)_.*\.sql$", f.name):
+            out.append((int(m.group(1)), f.read_text()))
+    return sorted(out)
+
+
+def split_statements(sql: str) -> list[str]:
+    body = "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in body.split(";") if s.strip()]
+
+
+def chdb_dsn(data_dir: Path) -> str:
+    return f"chdb://{(data_dir / 'clickhouse').resolve()}"
+
+
+class Store:
+    """ClickHouse through clickhouse-connect, on one dedicated thread."""
+
+    def __init__(self, dsn: str, database: str = DATABASE) -> None:
+        if not dsn.startswith(("chdb://", "http://", "https://")):
+            raise ConfigError(f"unsupported ClickHouse URL {dsn!r}: use chdb:///path, http:// or https://")
+        self.dsn = dsn
+        self.database = database
+        self.client: Any = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    def connect(self) -> None:
+        if self.client is not None:
+            return
+        import clickhouse_connect  # heavy; only the sink and gpuctl load it
+
+        if self.dsn.startswith("chdb://"):
+            os.makedirs(self.dsn.removeprefix("chdb://"), exist_ok=True)
+            self.client = clickhouse_connect.get_client(dsn=self.dsn)
+        else:
+            self.client = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
+        self.migrate()
+
+    def migrate(self) -> None:
+        c, db = self.client, self.database
+        c.command(f"CREATE DATABASE IF NOT EXISTS {db}")
+        c.command(
+            f"CREATE TABLE IF NOT EXISTS {db}.schema_migrations (version UInt32, applied DateTime DEFAULT now())"
+            " ENGINE = MergeTree ORDER BY version"
+        )
+        done = {r[0] for r in c.query(f"SELECT version FROM {db}.schema_migrations").result_rows}
+        for version, sql in migrations():
+            if version in done:
+                continue
+            for stmt in split_statements(sql.replace("{db}", db)):
+                c.command(stmt)
+            c.insert(f"{db}.schema_migrations", [[version]], column_names=["version"])
+            log.info("clickhouse: applied schema migration %03d", version)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        self._thread.shutdown(wait=True)
+
+    def insert_new(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
+        """Insert the rows whose id (column 0) is not stored yet; time is column 1."""
+        if self.client is None:
+            self.connect()
+        unique = {r[0]: r for r in rows}
+        if not unique:
+            return 0
+        times = [r[1] for r in unique.values()]
+        stored = self.client.query(
+            f"SELECT id FROM {self.database}.{table} WHERE time BETWEEN fromUnixTimestamp64Nano({{lo:Int64}}) "
+            f"AND fromUnixTimestamp64Nano({{hi:Int64}}) AND id IN {{ids:Array(String)}}",
+            parameters={"lo": min(times), "hi": max(times), "ids": list(unique)},
+        ).result_rows
+        for (sid,) in stored:
+            unique.pop(sid, None)
+        if unique:
+            self.client.insert(f"{self.database}.{table}", list(unique.values()), column_names=columns)
+        return len(unique)
+
+    def query(self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
+        if self.client is None:
+            self.connect()
+        settings = {
+            "readonly": 2,
+            "max_result_rows": max_rows,
+            "result_overflow_mode": "throw",
+            "max_execution_time": max(1, int(timeout_s)),
+        }
+        try:
+            r = self.client.query(sql, parameters=params or None, settings=settings)
+        except Exception as e:  # the driver raises its own DatabaseError family
+            raise QueryError(_one_line(str(e))) from e
+        return list(r.column_names), [list(row) for row in r.result_rows]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:500]
+
+
+# ---------------------------------------------------------------- read path over NATS
+
+
+class QueryRequest(msgspec.Struct, kw_only=True):
+    sql: str
+    params: dict[str, Any] = {}
+    max_rows: int = 10_000
+    timeout_s: float = 10.0
+
+
+class QueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    columns: list[str] = []
+    rows: list[list[Any]] = []
+    error: str | None = None
+
+
+MAX_REPLY_BYTES = 4 << 20
+
+
+class SinkService:
+    def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink") -> None:
+        self.nc = nc
+        self.js = js
+        self.store = store
+        self.durable = durable
+        self.rows_written = 0
+
+    async def handle_events(self, events: list[Event]) -> None:
+        self.rows_written += await self.store.run(
+            self.store.insert_new, "events", EVENT_COLUMNS, [event_row(e) for e in events]
+        )
+
+    async def handle_health(self, states: list[HealthState]) -> None:
+        self.rows_written += await self.store.run(
+            self.store.insert_new, "health_states", HEALTH_COLUMNS, [health_row(h) for h in states]
+        )
+
+    async def handle_dlq(self, letters: list[DeadLetter]) -> None:
+        self.rows_written += await self.store.run(
+            self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
+        )
+
+    async def answer_query(self, msg: Msg) -> None:
+        try:
+            req = msgspec.json.decode(msg.data, type=QueryRequest)
+            columns, rows = await self.store.run(
+                self.store.query, req.sql, req.params, min(req.max_rows, 1_000_000), min(req.timeout_s, 300.0)
+            )
+            reply = msgspec.json.encode(QueryResponse(columns=columns, rows=rows))
+            if len(reply) > MAX_REPLY_BYTES:
+                reply = msgspec.json.encode(
+                    QueryResponse(error=f"result of {len(reply)} bytes is over {MAX_REPLY_BYTES}: add a LIMIT")
+                )
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            reply = msgspec.json.encode(QueryResponse(error=f"bad query request: {e}"))
+        except QueryError as e:
+            reply = msgspec.json.encode(QueryResponse(error=str(e)))
+        await msg.respond(reply)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.store.run(self.store.connect)
+        await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
+        consumers = [
+            bus.Consumer(
+                self.js,
+                stream=subjects.EVENTS.name,
+                durable=f"{self.durable}-events",
+                filter_subject=subjects.EVENTS.subjects[0],
+                decoder=EVENT_DECODER,
+                stage="sink",
+                handle=self.handle_events,
+            ),
+            bus.Consumer(
+                self.js,
+                stream=subjects.HEALTH.name,
+                durable=f"{self.durable}-health",
+                filter_subject=subjects.HEALTH.subjects[0],
+                decoder=HEALTH_DECODER,
+                stage="sink",
+                handle=self.handle_health,
+            ),
+            bus.Consumer(
+                self.js,
+                stream=subjects.DLQ.name,
+                durable=f"{self.durable}-dlq",
+                filter_subject=subjects.DLQ.subjects[0],
+                decoder=DLQ_DECODER,
+                stage="sink-dlq",
+                handle=self.handle_dlq,
+            ),
+        ]
+        await asyncio.gather(*(c.run(stop) for c in consumers))

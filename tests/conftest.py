@@ -1,0 +1,53 @@
+"""Shared fixtures: a real nats-server per test, the real ClickHouse engine per session.
+
+Nothing of NATS or ClickHouse is mocked. chDB allows one data path per process,
+so in-process tests share one path and each gets its own database.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuhealth.config import NodeIdentity
+from gpuhealth.natsd import EmbeddedNats
+from sinks.clickhouse import Store
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture
+async def nats_url(tmp_path: Path) -> AsyncIterator[str]:
+    server = EmbeddedNats(tmp_path)
+    url = await server.start()
+    try:
+        yield url
+    finally:
+        await server.stop()
+
+
+@pytest.fixture(scope="session")
+def chdb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("chdb") / "clickhouse"
+
+
+@pytest.fixture
+def store(chdb_path: Path) -> Iterator[Store]:
+    s = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}")
+    s.connect()
+    try:
+        yield s
+    finally:
+        s.client.command(f"DROP DATABASE IF EXISTS {s.database}")
+        s.close()
+
+
+@pytest.fixture
+def identity() -> NodeIdentity:
+    return NodeIdentity(
+        cluster="test", node="node-1", machine_id="m" * 32, boot_id="boot-a", boot_time_ns=1_700_000_000_000_000_000
+    )

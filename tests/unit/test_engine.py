@@ -1,0 +1,182 @@
+"""The rules engine over event sequences: table-driven, plus properties."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuhealth.events import Event, HealthState, KernelEvent, SetHealthy, SourceStatus
+from rules.catalog import load
+from rules.engine import NodeState, apply, decode_state, encode_state
+
+CAT = load()
+_n = itertools.count(1)
+PCI = "0000:04:00.0"
+
+
+def xid(code: int, boot: str = "b1", pci: str = PCI, message: str = "") -> KernelEvent:
+    i = next(_n)
+    return KernelEvent(id=f"e{i:08d}", time=i * 10**9, cluster="c", node="n", boot_id=boot, source="kmsg",
+                       component="accelerator-nvidia-error-xid", kind="xid", xid=code, pci_bus_id=pci,
+                       message=message or f"NVRM: Xid (PCI:0000:04:00): {code}, test")
+
+
+def status(available: bool, boot: str = "b1") -> SourceStatus:
+    i = next(_n)
+    return SourceStatus(id=f"s{i:08d}", time=i * 10**9, cluster="c", node="n", boot_id=boot, source="kmsg",
+                        component="kernel-log", available=available, reason="reading" if available else "EACCES")
+
+
+def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
+    out: list[HealthState] = []
+    for ev in events:
+        state, o = apply(state, ev, CAT)
+        out += o
+    assert state is not None
+    return state, out
+
+
+def current(state: NodeState, component: str = "accelerator-nvidia-error-xid", entity: str = PCI) -> tuple[str, list[str]]:
+    cs = state.states[f"{component}\x1f{entity}"]
+    return cs.health, list(cs.actions)
+
+
+def test_fatal_xid_makes_the_gpu_unhealthy_with_the_catalog_action() -> None:
+    state, out = run([xid(79)])
+    assert [(o.health, o.repair_actions, o.entity) for o in out] == [("Unhealthy", ["REBOOT_SYSTEM"], PCI)]
+    assert out[0].reason.startswith("Xid 79")
+
+
+def test_reboot_clears_a_reboot_class_state() -> None:
+    state, out = run([xid(79, "b1"), status(True, "b2")])
+    assert current(state) == ("Healthy", [])
+    assert out[1].reason.startswith("cleared by reboot")
+
+
+def test_same_fault_on_three_boots_escalates_to_hardware_inspection() -> None:
+    state, out = run([xid(79, "b1"), status(True, "b2"), xid(79, "b2"), status(True, "b3"), xid(79, "b3")])
+    assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
+    state, out = run([status(True, "b4")], state)
+    assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"]), "hardware states never clear by reboot"
+
+
+def test_application_xids_never_escalate() -> None:
+    events: list[Event] = []
+    for b in range(6):
+        events += [status(True, f"b{b}"), xid(31, f"b{b}"), xid(45, f"b{b}")]
+    state, out = run(events)
+    assert current(state) == ("Degraded", ["CHECK_USER_APP_AND_GPU"])
+    assert all("HARDWARE_INSPECTION" not in o.repair_actions for o in out)
+
+
+def test_xid_45_alone_changes_nothing() -> None:
+    state, out = run([xid(45) for _ in range(100)])
+    assert out == []
+
+
+def test_storm_is_one_state_change_and_one_incident_with_the_count() -> None:
+    state, out = run([xid(95) for _ in range(100_000)])
+    assert len(out) == 1
+    (fault,) = state.faults.values()
+    assert fault.count == 100_000
+
+
+def test_redelivered_event_changes_nothing() -> None:
+    ev = xid(79)
+    state, out = run([ev])
+    state, again = run([ev], state)
+    assert again == []
+    assert next(iter(state.faults.values())).count == 1
+
+
+def test_unknown_code_is_surfaced_not_dropped() -> None:
+    state, out = run([xid(9999)])
+    assert out[0].reason == "unrecognised Xid 9999" and out[0].health == "Degraded"
+
+
+def test_states_are_sticky_at_their_worst() -> None:
+    state, out = run([xid(79), xid(13)])
+    assert len(out) == 1 and current(state) == ("Unhealthy", ["REBOOT_SYSTEM"])
+
+
+def test_xid_154_takes_the_action_the_driver_names() -> None:
+    msg = "NVRM: Xid (PCI:0000:04:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)"
+    state, out = run([xid(154, message=msg)])
+    assert out[0].repair_actions == ["REBOOT_SYSTEM"]
+
+
+def test_set_healthy_clears_hardware_state_and_says_who() -> None:
+    state, _ = run([xid(81)])
+    assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
+    ev = SetHealthy(id="op1", time=10**12, cluster="c", node="n", boot_id="b1", source="gpuctl",
+                    component="operator", target_component="accelerator-nvidia-error-xid", entity=PCI,
+                    user="alice", reason="GPU replaced")
+    state, out = run([ev], state)
+    assert current(state) == ("Healthy", [])
+    assert out[0].reason == "set healthy by alice: GPU replaced"
+
+
+def test_unreadable_source_is_unknown_not_healthy() -> None:
+    state, out = run([status(False)])
+    assert out[0].health == "Unknown" and out[0].component == "kernel-log"
+    state, out = run([status(True)], state)
+    assert out[0].health == "Healthy"
+
+
+def test_a_late_fault_from_a_boot_already_left_does_not_reopen() -> None:
+    state, _ = run([xid(79, "b1"), status(True, "b2")])
+    state, out = run([xid(79, "b1")], state)
+    assert out == [] and current(state) == ("Healthy", [])
+
+
+def test_output_ids_are_deterministic() -> None:
+    ev = xid(79)
+    _, a = apply(None, ev, CAT)
+    _, b = apply(None, ev, CAT)
+    assert [o.id for o in a] == [o.id for o in b]
+
+
+# ---------------------------------------------------------------- properties
+
+CODES = [13, 31, 43, 45, 48, 63, 79, 81, 94, 95, 119, 9999]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Event]:
+    out: list[Event] = []
+    boot = 0
+    for i in range(draw(st.integers(1, 40))):
+        choice = draw(st.integers(0, 9))
+        t = (i + 1) * 10**9
+        if choice == 0:
+            boot += 1
+            out.append(SourceStatus(id=f"s{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="kmsg",
+                                    component="kernel-log", available=draw(st.booleans())))
+        elif choice == 1:
+            out.append(SetHealthy(id=f"h{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="gpuctl",
+                                  component="operator", target_component="accelerator-nvidia-error-xid"))
+        else:
+            pci = draw(st.sampled_from(["0000:04:00.0", "0000:05:00.0"]))
+            out.append(KernelEvent(id=f"k{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="kmsg",
+                                   component="accelerator-nvidia-error-xid", kind="xid",
+                                   xid=draw(st.sampled_from(CODES)), pci_bus_id=pci, message="m"))
+        if draw(st.integers(0, 5)) == 0:
+            out.append(out[-1])  # a redelivery
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories(), st.data())
+def test_replay_is_deterministic_and_resumable(events: list[Event], data: st.DataObject) -> None:
+    state_a, out_a = run(events)
+    state_b, out_b = run(events)
+    assert out_a == out_b
+    cut = data.draw(st.integers(0, len(events)))
+    first, first_out = run(events[:cut]) if cut else (None, [])
+    resumed = decode_state(encode_state(first)) if first is not None else None
+    state_c, rest_out = run(events[cut:], resumed) if cut < len(events) else (first, [])
+    assert state_c is not None
+    assert first_out + rest_out == out_a
+    assert encode_state(state_c) == encode_state(state_a)

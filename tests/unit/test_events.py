@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+
+from gpuhealth import events
+from gpuhealth.events import (
+    EVENT_DECODER,
+    HEALTH_DECODER,
+    HealthState,
+    KernelEvent,
+    NvlinkDetail,
+    SetHealthy,
+    SourceStatus,
+    derived_id,
+    encode,
+    new_id,
+)
+from gpuhealth.wire_schema import render, wire_schema
+from tests.conftest import REPO
+
+BASE = dict(id="01J00000000000000000000000", time=1, cluster="c", node="n", source="kmsg", component="x")
+
+
+def test_every_event_type_round_trips_through_the_family_decoder() -> None:
+    samples = [
+        KernelEvent(**BASE, kind="xid", message="NVRM: Xid", xid=79, pci_bus_id="0000:04:00.0",
+                    nvlink=NvlinkDetail(subcode=33, fatal=True)),
+        SourceStatus(**BASE, available=False, reason="permission denied"),
+        SetHealthy(**BASE, target_component="accelerator-nvidia-error-xid", entity="0000:04:00.0", user="ops"),
+    ]
+    for sample in samples:
+        decoded = EVENT_DECODER.decode(encode(sample))
+        assert decoded == sample
+        assert type(decoded) is type(sample)
+
+
+def test_decoder_rejects_a_message_of_another_family() -> None:
+    health = HealthState(**BASE, entity="e", health="Healthy", reason="", since=1)
+    with pytest.raises(msgspec.ValidationError):
+        EVENT_DECODER.decode(encode(health))
+    assert HEALTH_DECODER.decode(encode(health)) == health
+
+
+def test_tag_is_on_the_wire() -> None:
+    wire = msgspec.msgpack.decode(encode(SourceStatus(**BASE, available=True)))
+    assert wire["type"] == "source_status"
+
+
+def test_new_ids_sort_by_time_and_are_unique() -> None:
+    ids = [new_id(t) for t in (1_000_000, 2_000_000, 3_000_000_000)]
+    assert ids == sorted(ids)
+    assert len({new_id(5) for _ in range(1000)}) == 1000
+    assert all(len(i) == 26 for i in ids)
+
+
+def test_derived_ids_are_stable_and_distinct() -> None:
+    a = derived_id(10**18, "node", "boot", 7)
+    assert a == derived_id(10**18, "node", "boot", 7)
+    assert a != derived_id(10**18, "node", "boot", 8)
+    assert a != derived_id(10**18, "node", "boot2", 7)
+    assert derived_id(10**18, "n", "b", 1) < derived_id(10**18 + 10**6, "n", "b", 0)
+
+
+def test_committed_json_schema_is_current() -> None:
+    committed = (REPO / "gpuhealth" / "schema" / "wire.schema.json").read_text()
+    assert committed == render(), "regenerate: gpuctl schema --out gpuhealth/schema/wire.schema.json"
+
+
+def test_json_schema_validates_real_messages() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = wire_schema()
+    sample = KernelEvent(**BASE, kind="xid", message="m", xid=48)
+    event_schema = {"$defs": schema["$defs"], **schema["properties"]["event"]}
+    jsonschema.validate(json.loads(msgspec.json.encode(sample)), event_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"type": "kernel", "id": "x"}, event_schema)
+
+
+def test_families_cover_every_wire_type() -> None:
+    assert set(events.FAMILIES) == {"event", "inventory", "health", "dlq"}

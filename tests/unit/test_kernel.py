@@ -1,0 +1,143 @@
+"""The classifier against the labelled corpus, and against lines it has never seen."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from producers.kernel import KINDS, classify, normalise_pci, rules, strip_prefixes
+from tests.conftest import SHARED
+
+CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
+
+
+def corpus() -> list[dict[str, object]]:
+    if not CORPUS.exists():
+        pytest.skip("../shared/corpus is not beside this checkout")
+    return [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
+
+
+def test_corpus_figures() -> None:
+    rows = corpus()
+    xid = [r for r in rows if r["category"] == "xid"]
+    sxid = [r for r in rows if r["category"] == "sxid"]
+    faults = [r for r in rows if r["category"] != "benign"]
+    benign = [r for r in rows if r["category"] == "benign"]
+    got = {id(r): classify(str(r["line"])) for r in rows}
+
+    xid_right = sum(got[id(r)].xid == r["xid"] and got[id(r)].pci_bus_id == r["pci_bus_id"] for r in xid)
+    sxid_right = sum(got[id(r)].sxid == r["sxid"] for r in sxid)
+    with_kind = sum(got[id(r)].kind is not None for r in faults)
+    right_kind = sum(got[id(r)].kind == r["category"] for r in faults)
+    benign_flagged = [r["line"] for r in benign if got[id(r)].kind is not None]
+
+    assert xid_right == len(xid)
+    assert sxid_right == len(sxid)
+    assert with_kind / len(faults) >= 0.97
+    assert right_kind / len(faults) >= 0.90
+    assert benign_flagged == []
+
+
+def test_corpus_fields() -> None:
+    """pid and process name as labelled, on every line that carries them."""
+    for r in corpus():
+        got = classify(str(r["line"]))
+        assert (got.pid, got.process) == (r["pid"], r["process_name"]), r["line"]
+        assert got.pci_bus_id == r["pci_bus_id"], r["line"]
+
+
+# Lines written from the formats' sources, none of them in the corpus: the patterns must generalise.
+UNSEEN = [
+    ("[ 100.000001] NVRM: Xid (PCI:0000:1b:00): 95, pid=4242, name=train.py, Uncontained: FBHUB. RST: Yes, D-RST: No",
+     "xid", 95, None, "0000:1b:00.0"),
+    ("Nov 21 10:00:00 gpu-07 kernel: NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', name=<unknown>, DBE",
+     "xid", 48, None, "0000:c3:00.0"),
+    ("kern  :err   : 2026-11-21T10:00:00,000000+00:00 NVRM: Xid (PCI:0008:06:00): 999, new code",
+     "xid", 999, None, "0008:06:00.0"),
+    ("3,812,90000000,-;nvidia-nvswitch5: SXid (PCI:0000:a5:00.0): 24007, Fatal, Link 12 sourcetrack TCEN0 crumbstore ECC",
+     "sxid", None, 24007, "0000:a5:00.0"),
+    ("[Fri Nov 20 01:02:03 2026] NVRM: GPU at PCI:0000:3b:00: has fallen off the bus.",
+     "gpu_fallen_off_bus", None, None, "0000:3b:00.0"),
+    ("[ 55.1] pcieport 0000:40:01.1: AER: Uncorrected (Non-Fatal) error received: 0000:41:00.0",
+     "pcie_aer", None, None, "0000:40:01.1"),
+    ("[ 9.9] EDAC MC2: 1 UE memory read error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#1",
+     "mce_edac", None, None, None),
+    ("[ 77.0] INFO: task kworker/3:1:123 blocked for more than 241 seconds.", "hung_task", None, None, None),
+    ("[ 78.0] watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [python:9876]", "soft_lockup", None, None, None),
+    ("[ 79.0] Memory cgroup out of memory: Killed process 5555 (torchrun) total-vm:1kB", "oom", None, None, None),
+    ("[ 80.0] XFS (nvme1n1): Corruption of in-memory data detected. Shutting down filesystem; remounted read-only",
+     "fs_readonly", None, None, None),
+    ("[ 81.0] mlx5_core 0000:c1:00.0 ibp193s0: Port: 1 Link DOWN", "infiniband", None, None, "0000:c1:00.0"),
+    ("[ 82.0] nfs: server storage-3 not responding, still trying", "nfs", None, None, None),
+    ("[ 83.0] NVRM: GPU1 _kgspLogXid119: ********************************* GSP Timeout", "gsp", None, None, None),
+    ("[ 84.0] pci 0000:17:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x4 link at "
+     "0000:16:01.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)", "pcie_link", None, None, "0000:17:00.0"),
+    ("[ 85.0] Kernel panic - not syncing: Fatal exception", "other_fault", None, None, None),
+]
+
+BENIGN = [
+    "[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024",
+    "[ 2.0] nvidia-nvswitch3: open (major=508)",
+    "[ 3.0] mlx5_core 0000:c1:00.0 ibp193s0: Port: 1 Link ACTIVE",
+    "[ 4.0] nfs: server storage-3 OK",
+    "[ 5.0] EXT4-fs (nvme0n1p2): mounted filesystem with ordered data mode. Opts: errors=remount-ro",
+    "[ 6.0] pcieport 0000:00:01.0: PME: Signaling with IRQ 26",
+    "[ 7.0] systemd[1]: Started NVIDIA Persistence Daemon.",
+    "[ 8.0] mce: [Firmware Bug]: Ignoring request to disable invalid MCA bank 15.",
+]
+
+
+@pytest.mark.parametrize(("line", "kind", "xid", "sxid", "pci"), UNSEEN)
+def test_unseen_fault_lines(line: str, kind: str, xid: int | None, sxid: int | None, pci: str | None) -> None:
+    got = classify(line)
+    assert (got.kind, got.xid, got.sxid, got.pci_bus_id) == (kind, xid, sxid, pci)
+
+
+@pytest.mark.parametrize("line", BENIGN)
+def test_unseen_benign_lines(line: str) -> None:
+    assert classify(line).kind is None
+
+
+def test_prefixes_are_stripped_and_priorities_kept() -> None:
+    s = strip_prefixes("4,1234,5678,-;NVRM: hello")
+    assert (s.message, s.priority) == ("NVRM: hello", 4)
+    s = strip_prefixes("2025 Jul  2 06:56:57.749644 host ERR kernel: [  993.622973] I/O error, dev loop1")
+    assert (s.message, s.priority) == ("I/O error, dev loop1", 3)
+    s = strip_prefixes("Jan 05 14:45:28 host nv-fabricmanager[1120]: started")
+    assert (s.message, s.tag, s.tag_pid) == ("started", "nv-fabricmanager", 1120)
+
+
+def test_pci_forms_normalise() -> None:
+    assert normalise_pci("0000:04:00") == "0000:04:00.0"
+    assert normalise_pci("PCI:0000:9B:00") == "0000:9b:00.0"
+    assert normalise_pci("00000000:86:00.0") == "0000:86:00.0"
+    assert normalise_pci("0002:00") == "0000:02:00.0"
+    assert normalise_pci("nonsense") is None
+
+
+def test_nvlink_xids_decode_their_subcode() -> None:
+    got = classify("NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 15 (0x0215e5c6 0x0)")
+    assert (got.xid, got.nvlink_subcode, got.nvlink_fatal) == (149, (0x0215E5C6 >> 20) & 0x3F, True)
+    got = classify("NVRM: Xid (PCI:0018:01:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x1)")
+    assert got.nvlink_fatal is False
+
+
+def test_every_rule_names_a_known_kind_and_its_source() -> None:
+    assert {r.kind for r in rules()} <= set(KINDS)
+    assert all(r.source for r in rules())
+
+
+def test_overlong_lines_are_cut_not_fatal() -> None:
+    got = classify("NVRM: Xid (PCI:0000:04:00): 79, " + "x" * 100_000)
+    assert got.xid == 79
+    assert len(got.message) <= 8192
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=400))
+def test_any_text_classifies_without_raising(line: str) -> None:
+    got = classify(line)
+    assert got.kind is None or got.kind in KINDS

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from producers.kmsg import Cursor, KmsgSource, Malformed, Record, append_record, load_cursor, parse_record, save_cursor
+
+
+def test_parse_record_with_device_continuations() -> None:
+    rec = parse_record(b"6,339,5140900,-;NVRM: Xid (PCI:0000:04:00): 79\n SUBSYSTEM=pci\n DEVICE=+pci:0000:04:00.0")
+    assert isinstance(rec, Record)
+    assert (rec.priority, rec.seq, rec.usec) == (6, 339, 5140900)
+    assert rec.message == "NVRM: Xid (PCI:0000:04:00): 79"
+    assert rec.device == {"SUBSYSTEM": "pci", "DEVICE": "+pci:0000:04:00.0"}
+
+
+def test_facility_bits_are_dropped_from_the_priority() -> None:
+    rec = parse_record(b"30,1,2,-;systemd[1]: hello")  # facility 3 (daemon), level 6
+    assert isinstance(rec, Record) and rec.priority == 6
+
+
+def test_malformed_records_say_why() -> None:
+    for raw in (b"hello world", b"a,b,c;msg", b"1,2;msg", b"-1,2,3,-;m", b"6,1,1,-;" + b"x" * 20000):
+        assert isinstance(parse_record(raw), Malformed)
+
+
+def test_non_utf8_is_replaced_not_fatal() -> None:
+    rec = parse_record(b"3,1,1,-;NVRM: \xff\xfe bad bytes\x00")
+    assert isinstance(rec, Record)
+    assert "\ufffd" in rec.message and "\x00" not in rec.message
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=2000))
+def test_any_bytes_parse_without_raising(raw: bytes) -> None:
+    assert isinstance(parse_record(raw), Record | Malformed)
+
+
+def test_cursor_round_trip_and_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "kmsg.cursor"
+    assert load_cursor(path) is None
+    save_cursor(path, Cursor("boot", 41))
+    assert load_cursor(path) == Cursor("boot", 41)
+    path.write_bytes(b"{not json")
+    assert load_cursor(path) is None
+
+
+def test_append_record_numbers_records_in_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"6,10,100,-;first\n")
+    assert append_record(path, "second", 3) == 11
+    assert append_record(path, "third", 4) == 12
+    lines = path.read_bytes().splitlines()
+    rec = parse_record(lines[-1])
+    assert isinstance(rec, Record) and (rec.seq, rec.priority, rec.message) == (12, 4, "third")
+
+
+async def _read_all(source: KmsgSource, want: int) -> list[bytes]:
+    stop = asyncio.Event()
+    got: list[bytes] = []
+    async with asyncio.timeout(5):
+        while len(got) < want:
+            got += await source.read_batch(stop)
+    return got
+
+
+async def test_file_source_follows_growth_truncation_and_continuations(tmp_path: Path) -> None:
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"6,1,1,-;one\n SUBSYSTEM=pci\n6,2,2,-;tw")
+    src = KmsgSource(path, poll_interval=0.01)
+    src.open()
+    assert await _read_all(src, 1) == [b"6,1,1,-;one\n SUBSYSTEM=pci"]
+    with path.open("ab") as f:
+        f.write(b"o\n6,3,3,-;three\n")
+    assert await _read_all(src, 2) == [b"6,2,2,-;two", b"6,3,3,-;three"]
+    path.write_bytes(b"6,4,4,-;after truncation\n")
+    assert await _read_all(src, 1) == [b"6,4,4,-;after truncation"]
+    src.close()
+
+
+async def test_fifo_source_reads_without_polling(tmp_path: Path) -> None:
+    path = tmp_path / "kmsg.fifo"
+    os.mkfifo(path)
+    src = KmsgSource(path)
+    src.open()
+    assert src.mode == "fifo"
+    writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    os.write(writer, b"6,1,1,-;a\n6,2,2,-;b\n")
+    os.close(writer)  # the source holds its own writer end: no EOF spin
+    assert await _read_all(src, 2) == [b"6,1,1,-;a", b"6,2,2,-;b"]
+    seq = append_record(path, "c", 3)
+    got = await _read_all(src, 1)
+    rec = parse_record(got[0])
+    assert isinstance(rec, Record) and rec.seq == seq and rec.message == "c"
+    src.close()
