@@ -170,6 +170,9 @@ class Store:
         self.dsn = dsn
         self.database = database
         self.client: Any = None
+        # Queries get their own client: chDB keeps per-query settings on the session, so a
+        # read-only query on the writer's client would leave the writer read-only.
+        self.reader: Any = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -183,8 +186,10 @@ class Store:
         if self.dsn.startswith("chdb://"):
             os.makedirs(self.dsn.removeprefix("chdb://"), exist_ok=True)
             self.client = clickhouse_connect.get_client(dsn=self.dsn)
+            self.reader = clickhouse_connect.get_client(dsn=self.dsn)
         else:
             self.client = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
+            self.reader = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
         self.migrate()
 
     def migrate(self) -> None:
@@ -204,9 +209,10 @@ class Store:
             log.info("clickhouse: applied schema migration %03d", version)
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-            self.client = None
+        for c in (self.client, self.reader):
+            if c is not None:
+                c.close()
+        self.client = self.reader = None
         self._thread.shutdown(wait=True)
 
     def insert_new(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
@@ -238,7 +244,7 @@ class Store:
             "max_execution_time": max(1, int(timeout_s)),
         }
         try:
-            r = self.client.query(sql, parameters=params or None, settings=settings)
+            r = self.reader.query(sql, parameters=params or None, settings=settings)
         except Exception as e:  # the driver raises its own DatabaseError family
             raise QueryError(_one_line(str(e))) from e
         return list(r.column_names), [list(row) for row in r.result_rows]

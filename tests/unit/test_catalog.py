@@ -32,7 +32,15 @@ def test_every_row_has_a_valid_ladder_and_a_reason_for_it() -> None:
         assert entry.decided_by
 
 
-@pytest.mark.parametrize(("code", "first"), [(79, "REBOOT_SYSTEM"), (48, "REBOOT_SYSTEM"), (13, "CHECK_USER_APP_AND_GPU"),
-                                             (45, "IGNORE_NO_ACTION_REQUIRED"), (109, "RESET_GPU")])
+@pytest.mark.parametrize(
+    ("code", "first"),
+    [
+        (79, "REBOOT_SYSTEM"),
+        (48, "REBOOT_SYSTEM"),
+        (13, "CHECK_USER_APP_AND_GPU"),
+        (45, "IGNORE_NO_ACTION_REQUIRED"),
+        (109, "RESET_GPU"),
+    ],
+)
 def test_known_codes(code: int, first: str) -> None:
     assert load().xid[code].ladder[0] == first

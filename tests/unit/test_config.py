@@ -39,8 +39,16 @@ def test_missing_trees_mean_empty_not_crash(tmp_path: Path) -> None:
 
 
 def test_run_info_is_removed_only_by_its_owner(tmp_path: Path) -> None:
-    info = RunInfo(pid=123, nats_url="nats://x", node="n", cluster="c", kmsg_path="/dev/kmsg", allow_inject=True,
-                   started_ns=1, clickhouse="chdb:///x")
+    info = RunInfo(
+        pid=123,
+        nats_url="nats://x",
+        node="n",
+        cluster="c",
+        kmsg_path="/dev/kmsg",
+        allow_inject=True,
+        started_ns=1,
+        clickhouse="chdb:///x",
+    )
     write_run_info(tmp_path, info)
     assert read_run_info(tmp_path) == info
     remove_run_info(tmp_path, pid=999)

@@ -18,15 +18,34 @@ PCI = "0000:04:00.0"
 
 def xid(code: int, boot: str = "b1", pci: str = PCI, message: str = "") -> KernelEvent:
     i = next(_n)
-    return KernelEvent(id=f"e{i:08d}", time=i * 10**9, cluster="c", node="n", boot_id=boot, source="kmsg",
-                       component="accelerator-nvidia-error-xid", kind="xid", xid=code, pci_bus_id=pci,
-                       message=message or f"NVRM: Xid (PCI:0000:04:00): {code}, test")
+    return KernelEvent(
+        id=f"e{i:08d}",
+        time=i * 10**9,
+        cluster="c",
+        node="n",
+        boot_id=boot,
+        source="kmsg",
+        component="accelerator-nvidia-error-xid",
+        kind="xid",
+        xid=code,
+        pci_bus_id=pci,
+        message=message or f"NVRM: Xid (PCI:0000:04:00): {code}, test",
+    )
 
 
 def status(available: bool, boot: str = "b1") -> SourceStatus:
     i = next(_n)
-    return SourceStatus(id=f"s{i:08d}", time=i * 10**9, cluster="c", node="n", boot_id=boot, source="kmsg",
-                        component="kernel-log", available=available, reason="reading" if available else "EACCES")
+    return SourceStatus(
+        id=f"s{i:08d}",
+        time=i * 10**9,
+        cluster="c",
+        node="n",
+        boot_id=boot,
+        source="kmsg",
+        component="kernel-log",
+        available=available,
+        reason="reading" if available else "EACCES",
+    )
 
 
 def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
@@ -38,7 +57,9 @@ def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState,
     return state, out
 
 
-def current(state: NodeState, component: str = "accelerator-nvidia-error-xid", entity: str = PCI) -> tuple[str, list[str]]:
+def current(
+    state: NodeState, component: str = "accelerator-nvidia-error-xid", entity: str = PCI
+) -> tuple[str, list[str]]:
     cs = state.states[f"{component}\x1f{entity}"]
     return cs.health, list(cs.actions)
 
@@ -110,9 +131,19 @@ def test_xid_154_takes_the_action_the_driver_names() -> None:
 def test_set_healthy_clears_hardware_state_and_says_who() -> None:
     state, _ = run([xid(81)])
     assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
-    ev = SetHealthy(id="op1", time=10**12, cluster="c", node="n", boot_id="b1", source="gpuctl",
-                    component="operator", target_component="accelerator-nvidia-error-xid", entity=PCI,
-                    user="alice", reason="GPU replaced")
+    ev = SetHealthy(
+        id="op1",
+        time=10**12,
+        cluster="c",
+        node="n",
+        boot_id="b1",
+        source="gpuctl",
+        component="operator",
+        target_component="accelerator-nvidia-error-xid",
+        entity=PCI,
+        user="alice",
+        reason="GPU replaced",
+    )
     state, out = run([ev], state)
     assert current(state) == ("Healthy", [])
     assert out[0].reason == "set healthy by alice: GPU replaced"
@@ -152,16 +183,48 @@ def histories(draw: st.DrawFn) -> list[Event]:
         t = (i + 1) * 10**9
         if choice == 0:
             boot += 1
-            out.append(SourceStatus(id=f"s{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="kmsg",
-                                    component="kernel-log", available=draw(st.booleans())))
+            out.append(
+                SourceStatus(
+                    id=f"s{i}",
+                    time=t,
+                    cluster="c",
+                    node="n",
+                    boot_id=f"b{boot}",
+                    source="kmsg",
+                    component="kernel-log",
+                    available=draw(st.booleans()),
+                )
+            )
         elif choice == 1:
-            out.append(SetHealthy(id=f"h{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="gpuctl",
-                                  component="operator", target_component="accelerator-nvidia-error-xid"))
+            out.append(
+                SetHealthy(
+                    id=f"h{i}",
+                    time=t,
+                    cluster="c",
+                    node="n",
+                    boot_id=f"b{boot}",
+                    source="gpuctl",
+                    component="operator",
+                    target_component="accelerator-nvidia-error-xid",
+                )
+            )
         else:
             pci = draw(st.sampled_from(["0000:04:00.0", "0000:05:00.0"]))
-            out.append(KernelEvent(id=f"k{i}", time=t, cluster="c", node="n", boot_id=f"b{boot}", source="kmsg",
-                                   component="accelerator-nvidia-error-xid", kind="xid",
-                                   xid=draw(st.sampled_from(CODES)), pci_bus_id=pci, message="m"))
+            out.append(
+                KernelEvent(
+                    id=f"k{i}",
+                    time=t,
+                    cluster="c",
+                    node="n",
+                    boot_id=f"b{boot}",
+                    source="kmsg",
+                    component="accelerator-nvidia-error-xid",
+                    kind="xid",
+                    xid=draw(st.sampled_from(CODES)),
+                    pci_bus_id=pci,
+                    message="m",
+                )
+            )
         if draw(st.integers(0, 5)) == 0:
             out.append(out[-1])  # a redelivery
     return out

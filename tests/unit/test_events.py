@@ -26,8 +26,14 @@ BASE = dict(id="01J00000000000000000000000", time=1, cluster="c", node="n", sour
 
 def test_every_event_type_round_trips_through_the_family_decoder() -> None:
     samples = [
-        KernelEvent(**BASE, kind="xid", message="NVRM: Xid", xid=79, pci_bus_id="0000:04:00.0",
-                    nvlink=NvlinkDetail(subcode=33, fatal=True)),
+        KernelEvent(
+            **BASE,
+            kind="xid",
+            message="NVRM: Xid",
+            xid=79,
+            pci_bus_id="0000:04:00.0",
+            nvlink=NvlinkDetail(subcode=33, fatal=True),
+        ),
         SourceStatus(**BASE, available=False, reason="permission denied"),
         SetHealthy(**BASE, target_component="accelerator-nvidia-error-xid", entity="0000:04:00.0", user="ops"),
     ]

@@ -20,7 +20,7 @@ def test_node_token_of_a_family_subject() -> None:
 @given(st.text(min_size=0, max_size=40))
 def test_kv_keys_escape_reversibly(part: str) -> None:
     escaped = subjects.kv_escape(part)
-    assert all(c.isalnum() and c.isascii() or c in "-_/=" for c in escaped)
+    assert all((c.isalnum() and c.isascii()) or c in "-_/=" for c in escaped)
     assert subjects.kv_unescape(escaped) == part
 
 

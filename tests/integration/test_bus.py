@@ -1,0 +1,139 @@
+"""The bus against a real nats-server: provisioning, dedup by id, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, subjects
+from gpuhealth.events import DLQ_DECODER, EVENT_DECODER, Event, SourceStatus, encode
+
+
+async def until_acked(js: JetStreamContext, durable: str) -> None:
+    """Acks are fire-and-forget: wait (bounded) until the server has counted them."""
+    async with asyncio.timeout(5):
+        while True:
+            info = await js.consumer_info(subjects.EVENTS.name, durable)
+            if info.num_ack_pending == 0 and info.num_pending == 0:
+                return
+            await asyncio.sleep(0.05)
+
+
+def status_event(i: int) -> SourceStatus:
+    return SourceStatus(
+        id=f"id-{i}", time=i, cluster="c", node="node-1", source="kmsg", component="kernel-log", available=True
+    )
+
+
+async def test_provision_is_idempotent(nats_url: str) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    await bus.provision(js)
+    names = {s.config.name for s in await js.streams_info()}
+    assert {s.name for s in subjects.STREAMS} <= names
+    for bucket in subjects.KV_BUCKETS:
+        await js.key_value(bucket)
+    await nc.close()
+
+
+async def test_a_repeated_id_is_stored_once(nats_url: str) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    subject = subjects.event_subject("node-1", "kmsg")
+    items = [(subject, f"id-{i}", encode(status_event(i))) for i in range(10)]
+    await bus.publish_batch(js, items)
+    await bus.publish_batch(js, [*items[3:7], (subject, "id-10", encode(status_event(10)))])
+    info = await js.stream_info(subjects.EVENTS.name)
+    assert info.state.messages == 11
+    await nc.close()
+
+
+async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nats_url: str) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    subject = subjects.event_subject("node-1", "kmsg")
+    await js.publish(subject, b"\xc1 not msgpack", headers={"Nats-Msg-Id": "g1"})
+    await js.publish(subject, encode(status_event(1)), headers={"Nats-Msg-Id": "v1", "Gpuhealth-Schema": "99"})
+    await js.publish(subject, msgspec.msgpack.encode({"type": "kernel", "id": 5}), headers={"Nats-Msg-Id": "g2"})
+    await js.publish(subject, encode(status_event(2)), headers=bus.headers_for("ok"))
+
+    seen: list[Event] = []
+    stop = asyncio.Event()
+
+    async def handle(items: list[Event]) -> None:
+        seen.extend(items)
+        if seen:
+            stop.set()
+
+    consumer = bus.Consumer(
+        js,
+        stream=subjects.EVENTS.name,
+        durable="t",
+        filter_subject="gpuhealth.v1.event.>",
+        decoder=EVENT_DECODER,
+        stage="test",
+        handle=handle,
+    )
+    async with asyncio.timeout(10):
+        await consumer.run(stop)
+    assert [e.id for e in seen] == ["id-2"]
+    assert consumer.dead_lettered == 3
+
+    sub = await js.pull_subscribe("gpuhealth.v1.dlq.>", durable="dlq-reader", stream=subjects.DLQ.name)
+    letters = [DLQ_DECODER.decode(m.data) for m in await sub.fetch(3, timeout=5)]
+    reasons = sorted(letter.reason.split(":")[0] for letter in letters)
+    assert reasons == ["undecodable", "undecodable", "unknown schema version '99' (this consumer reads 1)"]
+    assert {letter.subject for letter in letters} == {subject}
+    assert b"\xc1 not msgpack" in {letter.data for letter in letters}
+    # Everything was acknowledged: nothing is redelivered to the consumer.
+    await until_acked(js, "t")
+    await nc.close()
+
+
+async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nats_url: str) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    await bus.publish_batch(js, [(subjects.event_subject("n", "kmsg"), "a", encode(status_event(1)))])
+    attempts = 0
+    pending_while_failing: list[int] = []
+    stop = asyncio.Event()
+
+    async def flaky(items: list[Event]) -> None:
+        nonlocal attempts
+        attempts += 1
+        if attempts < 3:
+            info = await js.consumer_info(subjects.EVENTS.name, "flaky")
+            pending_while_failing.append(info.num_ack_pending)
+            raise ConnectionError("store down")
+        stop.set()
+
+    consumer = bus.Consumer(
+        js,
+        stream=subjects.EVENTS.name,
+        durable="flaky",
+        filter_subject="gpuhealth.v1.event.>",
+        decoder=EVENT_DECODER,
+        stage="test",
+        handle=flaky,
+    )
+    async with asyncio.timeout(10):
+        await consumer.run(stop)
+    assert attempts == 3 and consumer.processed == 1
+    assert pending_while_failing == [1, 1]
+    await until_acked(js, "flaky")
+    await nc.close()
+
+
+async def test_connect_gives_up_on_a_closed_port_when_asked() -> None:
+    try:
+        await bus.connect("nats://127.0.0.1:1", "t", retry_for=0.5)
+    except ConnectionError as e:
+        assert "127.0.0.1:1" in str(e)
+    else:
+        raise AssertionError("connected to a closed port")

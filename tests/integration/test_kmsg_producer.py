@@ -1,0 +1,127 @@
+"""The kmsg producer on a real nats-server: restarts neither repeat nor skip a record."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, subjects
+from gpuhealth.config import NodeIdentity
+from gpuhealth.events import EVENT_DECODER, KernelEvent
+from producers.kmsg import KmsgProducer, load_cursor
+
+
+def write_records(path: Path, first_seq: int, n: int) -> None:
+    with path.open("a") as f:
+        for seq in range(first_seq, first_seq + n):
+            if seq % 2:
+                f.write(
+                    f"3,{seq},{seq * 1000},-;NVRM: Xid (PCI:0000:{seq % 200:02x}:00): 79, GPU has fallen off the bus.\n"
+                )
+            else:
+                f.write(f"6,{seq},{seq * 1000},-;eth0: link becomes ready\n SUBSYSTEM=net\n")
+
+
+async def run_producer(
+    js: JetStreamContext, path: Path, identity: NodeIdentity, state: Path, last_seq: int
+) -> KmsgProducer:
+    """Run until the cursor says the record ``last_seq`` was read and everything before it acknowledged."""
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items)
+
+    producer = KmsgProducer(path, identity, state, publish)
+    status = producer.open()
+    assert status.available, status.reason
+    producer.source.poll_interval = 0.01
+    stop = asyncio.Event()
+    task = asyncio.create_task(producer.run(stop))
+    async with asyncio.timeout(10):
+        while (c := load_cursor(producer.cursor_path)) is None or c.boot_id != identity.boot_id or c.seq < last_seq:
+            await asyncio.sleep(0.02)
+    stop.set()
+    await task
+    producer.source.close()
+    return producer
+
+
+async def stream_events(js: JetStreamContext) -> list[KernelEvent]:
+    sub = await js.pull_subscribe("gpuhealth.v1.event.>", durable="check", stream=subjects.EVENTS.name)
+    out: list[KernelEvent] = []
+    while True:
+        try:
+            msgs = await sub.fetch(500, timeout=0.5)
+        except asyncio.TimeoutError:
+            return out
+        for m in msgs:
+            ev = EVENT_DECODER.decode(m.data)
+            assert isinstance(ev, KernelEvent)
+            out.append(ev)
+            await m.ack()
+
+
+async def test_restart_reads_every_record_exactly_once(nats_url: str, tmp_path: Path, identity: NodeIdentity) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    write_records(kmsg, 1, 100)  # 50 faults
+    first = await run_producer(js, kmsg, identity, state, last_seq=100)
+    assert (first.records_read, first.events_published) == (100, 50)
+
+    write_records(kmsg, 101, 60)  # 30 more faults while stopped
+    second = await run_producer(js, kmsg, identity, state, last_seq=160)
+    assert (second.records_read, second.events_published) == (60, 30), "resumed after the saved cursor"
+
+    events = await stream_events(js)
+    assert sorted(e.seq for e in events) == list(range(1, 161, 2))
+    assert len({e.id for e in events}) == 80
+    e = events[0]
+    assert (e.kind, e.xid, e.pci_bus_id, e.node, e.boot_id) == ("xid", 79, "0000:01:00.0", "node-1", "boot-a")
+    assert e.time == identity.boot_time_ns + 1000 * 1000
+    await nc.close()
+
+
+async def test_a_crash_before_the_cursor_was_saved_repeats_nothing(
+    nats_url: str, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    write_records(kmsg, 1, 40)
+    await run_producer(js, kmsg, identity, state, last_seq=40)
+    (state / "kmsg.cursor").unlink()  # as if SIGKILLed between the ack and the cursor write
+    again = await run_producer(js, kmsg, identity, state, last_seq=40)
+    assert again.events_published == 20  # re-read and re-published …
+    assert (await js.stream_info(subjects.EVENTS.name)).state.messages == 20  # … and recognised by id
+    await nc.close()
+
+
+async def test_a_new_boot_starts_from_the_first_record(nats_url: str, tmp_path: Path, identity: NodeIdentity) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    write_records(kmsg, 1, 10)
+    await run_producer(js, kmsg, identity, state, last_seq=10)
+    rebooted = NodeIdentity(
+        identity.cluster, identity.node, identity.machine_id, "boot-b", identity.boot_time_ns + 10**12
+    )
+    after = await run_producer(js, kmsg, rebooted, state, last_seq=10)
+    assert after.events_published == 5
+    await nc.close()
+
+
+async def test_an_unreadable_source_is_reported_not_fatal(tmp_path: Path, identity: NodeIdentity) -> None:
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        raise AssertionError("nothing to publish")
+
+    producer = KmsgProducer(tmp_path / "missing", identity, tmp_path, publish)
+    status = producer.open()
+    assert not status.available and "cannot read" in status.reason

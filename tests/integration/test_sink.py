@@ -1,0 +1,108 @@
+"""The sink against the real ClickHouse engine (chDB) and a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gpuhealth import bus, client, subjects
+from gpuhealth.errors import QueryError
+from gpuhealth.events import KernelEvent, encode
+from sinks.clickhouse import EVENT_COLUMNS, SinkService, Store, event_row
+
+T0 = 1_763_700_000_000_000_000
+
+
+def kernel_event(i: int) -> KernelEvent:
+    return KernelEvent(
+        id=f"ev-{i:06d}",
+        time=T0 + i * 1000,
+        cluster="c",
+        node=f"node-{i % 3}",
+        boot_id="b",
+        source="kmsg",
+        component="accelerator-nvidia-error-xid",
+        kind="xid",
+        xid=79,
+        pci_bus_id="0000:04:00.0",
+        message=f"NVRM: Xid (PCI:0000:04:00): 79 #{i}",
+        seq=i,
+    )
+
+
+def counts(store: Store) -> tuple[int, int]:
+    (row,) = store.client.query(f"SELECT count(), uniqExact(id) FROM {store.database}.events").result_rows
+    return int(row[0]), int(row[1])
+
+
+def test_migrations_are_recorded_and_rerunnable(store: Store) -> None:
+    store.migrate()
+    versions = store.client.query(f"SELECT version FROM {store.database}.schema_migrations").result_rows
+    assert versions == [(1,)]
+
+
+def test_redelivered_events_in_batches_of_another_make_up_count_once(store: Store) -> None:
+    rows = [event_row(kernel_event(i)) for i in range(100)]
+    assert store.insert_new("events", EVENT_COLUMNS, rows[:60]) == 60
+    # The unacknowledged tail comes back mixed with new events, and one event twice in a batch.
+    assert store.insert_new("events", EVENT_COLUMNS, rows[40:] + rows[95:]) == 40
+    assert store.insert_new("events", EVENT_COLUMNS, rows[::7]) == 0
+    assert counts(store) == (100, 100)
+
+
+def test_stored_event_keeps_its_fields(store: Store) -> None:
+    store.insert_new("events", EVENT_COLUMNS, [event_row(kernel_event(7))])
+    (row,) = store.client.query(
+        f"SELECT toUnixTimestamp64Nano(time), node, kind, xid, pci_bus_id, seq FROM {store.database}.events"
+    ).result_rows
+    assert row == (T0 + 7000, "node-1", "xid", 79, "0000:04:00.0", 7)
+
+
+def test_queries_are_read_only_and_limited(store: Store) -> None:
+    store.insert_new("events", EVENT_COLUMNS, [event_row(kernel_event(i)) for i in range(20)])
+    cols, rows = store.query(
+        f"SELECT count() AS n FROM {store.database}.events WHERE xid = {{x:UInt32}}", {"x": 79}, 100, 5
+    )
+    assert cols == ["n"] and rows == [[20]]
+    with pytest.raises(QueryError, match="readonly"):
+        store.query(f"DROP TABLE {store.database}.events", {}, 100, 5)
+    with pytest.raises(QueryError, match=r"(?i)limit"):
+        store.query(f"SELECT * FROM {store.database}.events", {}, 5, 5)
+    assert counts(store) == (20, 20)
+
+
+async def test_sink_service_stores_the_stream_and_answers_sql(nats_url: str, store: Store) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    items = [(subjects.event_subject(e.node, "kmsg"), e.id, encode(e)) for e in map(kernel_event, range(500))]
+    await bus.publish_batch(js, items)
+    await js.publish(subjects.event_subject("node-9", "kmsg"), b"garbage", headers={"Nats-Msg-Id": "junk"})
+
+    sink = SinkService(nc, js, store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(sink.run(stop))
+    async with asyncio.timeout(30):
+        while counts(store)[0] < 500:
+            await asyncio.sleep(0.1)
+        while True:
+            _, dead = await client.sql(nc, f"SELECT count() FROM {store.database}.dead_letters")
+            if dead[0][0] >= 1:
+                break
+            await asyncio.sleep(0.1)
+    cols, rows = await client.sql(
+        nc, f"SELECT node, count() AS n FROM {store.database}.events GROUP BY node ORDER BY node"
+    )
+    assert cols == ["node", "n"] and rows == [["node-0", 167], ["node-1", 167], ["node-2", 166]]
+    with pytest.raises(QueryError):
+        await client.sql(nc, f"INSERT INTO {store.database}.events (id) VALUES ('x')")
+    stop.set()
+    await task
+    assert counts(store) == (500, 500)
+    await nc.close()
+
+
+def test_a_read_only_query_leaves_the_writer_writable(store: Store) -> None:
+    store.query("SELECT 1", {}, 10, 5)
+    assert store.insert_new("events", EVENT_COLUMNS, [event_row(kernel_event(1))]) == 1
