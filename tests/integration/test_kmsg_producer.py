@@ -53,7 +53,7 @@ async def stream_events(js: JetStreamContext) -> list[KernelEvent]:
     while True:
         try:
             msgs = await sub.fetch(500, timeout=0.5)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return out
         for m in msgs:
             ev = EVENT_DECODER.decode(m.data)

@@ -1,0 +1,100 @@
+"""gpuctl as a user runs it: the installed console script, in its own process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpuhealth.config import RunInfo, read_run_info
+
+GPUCTL = str(Path(sys.executable).parent / "gpuctl")
+
+
+def gpuctl(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GPUCTL, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def gpuctl_json(*args: str) -> tuple[int, object]:
+    r = gpuctl(*args, "--json")
+    return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None
+
+
+@dataclass
+class Up:
+    data_dir: Path
+    kmsg: Path
+    proc: subprocess.Popen[str]
+    log: Path
+
+    @property
+    def info(self) -> RunInfo:
+        info = read_run_info(self.data_dir)
+        assert info is not None
+        return info
+
+    def kill_group(self, sig: int = signal.SIGKILL) -> None:
+        os.killpg(self.proc.pid, sig)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            try:
+                return self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+                raise
+        return self.proc.returncode
+
+
+def start_up(data_dir: Path, kmsg: Path, *extra: str, timeout: float = 60) -> Up:
+    log = data_dir.parent / f"{data_dir.name}-up-{time.monotonic_ns()}.log"
+    with log.open("w") as out:  # the child keeps its own descriptor
+        proc = subprocess.Popen(
+            [GPUCTL, "up", "--data-dir", str(data_dir), "--kmsg-path", str(kmsg), "--node", "e2e-node", *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+    up = Up(data_dir, kmsg, proc, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"gpuctl up exited with {proc.returncode}:\n{log.read_text()}")
+        info = read_run_info(data_dir)
+        if info is not None and info.pid == proc.pid:
+            return up
+        time.sleep(0.1)
+    up.kill_group()
+    raise AssertionError(f"gpuctl up was not ready in {timeout}s:\n{log.read_text()}")
+
+
+@pytest.fixture
+def up_stack(tmp_path: Path) -> Iterator[Up]:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg)
+    try:
+        yield up
+    finally:
+        up.stop()
+
+
+def wait_for(predicate: object, timeout: float = 30, every: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(every)
+    raise AssertionError(f"not true within {timeout}s")

@@ -1,0 +1,168 @@
+"""The first slice, as an operator sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpuhealth import bus, client, subjects
+from gpuhealth.config import read_run_info
+from tests.e2e.conftest import Up, gpuctl, gpuctl_json, start_up, wait_for
+
+
+def test_injected_xid_79_makes_the_gpu_unhealthy_and_lands_in_clickhouse(up_stack: Up) -> None:
+    code, status = gpuctl_json("status", "--data-dir", str(up_stack.data_dir))
+    assert code == 0, status
+    assert isinstance(status, dict) and set(status) == {"states", "gpus"}
+
+    r = gpuctl("inject-fault", "--xid", "79", "--pci", "0000:04:00.0", "--kmsg-path", str(up_stack.kmsg))
+    assert r.returncode == 0, r.stderr
+    assert "NVRM: Xid (PCI:0000:04:00): 79" in up_stack.kmsg.read_text()
+
+    def unhealthy() -> bool:
+        return gpuctl("status", "--data-dir", str(up_stack.data_dir)).returncode == 2
+
+    wait_for(unhealthy, timeout=20)
+    code, status = gpuctl_json("status", "--data-dir", str(up_stack.data_dir))
+    assert code == 2
+    assert isinstance(status, dict)
+    (gpu_state,) = [s for s in status["states"] if s["component"] == "accelerator-nvidia-error-xid"]
+    assert gpu_state["pci_bus_id"] == "0000:04:00.0" and gpu_state["entity"] == "0000:04:00.0"
+    assert gpu_state["health"] == "Unhealthy" and gpu_state["repair_actions"] == ["REBOOT_SYSTEM"]
+    assert gpu_state["node"] == "e2e-node" and gpu_state["event_ids"]
+    assert set(gpu_state) >= {
+        "node",
+        "component",
+        "entity",
+        "gpu_uuid",
+        "pci_bus_id",
+        "health",
+        "reason",
+        "repair_actions",
+        "since",
+        "event_ids",
+    }
+
+    def stored() -> list[dict[str, Any]]:
+        code, rows = gpuctl_json("events", "--since", "1h", "--data-dir", str(up_stack.data_dir))
+        assert code == 0
+        assert isinstance(rows, list)
+        return [r for r in rows if r["kind"] == "xid"]
+
+    wait_for(lambda: stored(), timeout=20)
+    (event,) = stored()
+    assert (event["xid"], event["pci_bus_id"], event["node"]) == (79, "0000:04:00.0", "e2e-node")
+    assert event["id"] in gpu_state["event_ids"]
+
+
+def test_ctrl_c_drains_and_removes_the_run_file(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg)
+    assert up.stop() == 0
+    assert read_run_info(tmp_path / "data") is None
+    assert "gpuhealth stopped" in up.log.read_text()
+    assert gpuctl("status", "--data-dir", str(tmp_path / "data")).returncode == 4
+
+
+def test_status_exits_4_with_nothing_on_stdout_when_nothing_runs(tmp_path: Path) -> None:
+    r = gpuctl("status", "--json", "--data-dir", str(tmp_path))
+    assert r.returncode == 4 and r.stdout == "" and "no running gpuhealth" in r.stderr
+    r = gpuctl("status", "--nats", "nats://127.0.0.1:1")
+    assert r.returncode == 4 and r.stdout == ""
+
+
+def test_no_kernel_log_still_starts_and_says_so(tmp_path: Path) -> None:
+    up = start_up(tmp_path / "data", tmp_path / "no-such-kmsg")
+    try:
+        assert "unavailable" in up.info.sources["kmsg"]
+        wait_for(lambda: gpuctl("status", "--data-dir", str(up.data_dir)).returncode == 3, timeout=20)
+        code, status = gpuctl_json("status", "--data-dir", str(up.data_dir))
+        assert isinstance(status, dict)
+        (kernel_log,) = [s for s in status["states"] if s["component"] == "kernel-log"]
+        assert kernel_log["health"] == "Unknown" and "cannot read" in kernel_log["reason"]
+    finally:
+        up.stop()
+
+
+def _count_xid_events(up: Up) -> tuple[int, int]:
+    async def q() -> tuple[int, int]:
+        nc = await client.open_client(up.info.nats_url)
+        try:
+            _, rows = await client.sql(nc, "SELECT count(), uniqExact(id) FROM gpuhealth.events WHERE kind = 'xid'")
+        finally:
+            await nc.close()
+        return int(rows[0][0]), int(rows[0][1])
+
+    return asyncio.run(q())
+
+
+def test_sigkill_mid_stream_then_restart_stores_every_record_exactly_once(tmp_path: Path) -> None:
+    kmsg, data = tmp_path / "kmsg", tmp_path / "data"
+    kmsg.touch()
+    total = 3000
+    up = start_up(data, kmsg)
+    written = threading.Event()
+
+    def writer() -> None:
+        with kmsg.open("a") as f:
+            for seq in range(1, total + 1):
+                f.write(f"3,{seq},{seq * 100},-;NVRM: Xid (PCI:0000:{seq % 256:02x}:00): 79, GPU has fallen off\n")
+                if seq % 100 == 0:
+                    f.flush()
+                    time.sleep(0.02)
+        written.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    wait_for(lambda: _count_xid_events(up)[0] > 0, timeout=30, every=0.1)
+    up.kill_group()  # gpuctl up, its agent and nats-server, mid-stream
+    t.join()
+    assert written.is_set()
+    up = start_up(data, kmsg)
+    try:
+        wait_for(lambda: _count_xid_events(up)[0] >= total, timeout=90, every=0.5)
+        time.sleep(1)  # anything duplicated would arrive now
+        assert _count_xid_events(up) == (total, total)
+    finally:
+        up.stop()
+
+
+def test_garbage_on_an_event_subject_is_dead_lettered_and_the_pipeline_keeps_going(up_stack: Up) -> None:
+    async def publish_garbage() -> None:
+        nc = await bus.connect(up_stack.info.nats_url, "t")
+        js = nc.jetstream()
+        await js.publish(subjects.event_subject("e2e-node", "kmsg"), b"\x00garbage\xff", headers={"Nats-Msg-Id": "g"})
+        await js.publish(subjects.event_subject("e2e-node", "kmsg"), msgspec.msgpack.encode({"type": "kernel"}))
+        await nc.close()
+
+    asyncio.run(publish_garbage())
+    gpuctl("inject-fault", "--xid", "48", "--pci", "0000:05:00.0", "--kmsg-path", str(up_stack.kmsg))
+
+    def dead_letters() -> list[list[Any]]:
+        async def q() -> list[list[Any]]:
+            nc = await client.open_client(up_stack.info.nats_url)
+            try:
+                _, rows = await client.sql(
+                    nc, "SELECT stage, subject, reason FROM gpuhealth.dead_letters ORDER BY stage"
+                )
+            finally:
+                await nc.close()
+            return rows
+
+        return asyncio.run(q())
+
+    # Both consumers of the event stream (rules and sink) dead-letter both bad messages.
+    wait_for(lambda: len(dead_letters()) >= 4, timeout=30)
+    rows = dead_letters()
+    assert sorted(r[0] for r in rows) == ["rules", "rules", "sink", "sink"]
+    assert all(r[1] == "gpuhealth.v1.event.e2e-node.kmsg" and r[2].startswith("undecodable") for r in rows)
+    # … and the real fault behind them still went through.
+    wait_for(lambda: gpuctl("status", "--data-dir", str(up_stack.data_dir)).returncode == 2, timeout=20)
+    assert os.path.exists(up_stack.data_dir / "run.json")

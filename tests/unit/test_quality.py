@@ -1,0 +1,59 @@
+"""House rules that a reviewer would otherwise have to remember."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+PY = sys.executable
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_is_clean() -> None:
+    r = run(PY, "-m", "ruff", "check", ".")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run(PY, "-m", "ruff", "format", "--check", ".")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_mypy_is_clean() -> None:
+    r = run(PY, "-m", "mypy")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (REPO / "README.md").read_text()
+    commands = re.findall(r"```sh\n(python3 -m venv .*?)\n```", readme)
+    assert len(commands) == 2, "the README's first screen has exactly two set-up commands"
+    test_command = commands[1]
+    assert "pytest" in test_command
+    assert test_command in (REPO / ".ci" / "run").read_text()
+
+
+HEAVY = {"chdb", "pandas", "pyarrow", "clickhouse_connect", "typer", "pydantic", "rich", "click"}
+
+
+def test_the_agent_process_holds_no_storage_engine_or_cli_framework() -> None:
+    code = "import sys, producers.agent; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    r = run(PY, "-c", code)
+    assert r.returncode == 0, r.stderr
+    loaded = set(eval(r.stdout))
+    assert loaded & HEAVY == set()
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [("producers", ("rules", "sinks")), ("rules", ("producers", "sinks")), ("sinks", ("producers", "rules"))],
+)
+def test_stages_meet_only_through_gpuhealth(package: str, forbidden: tuple[str, ...]) -> None:
+    pattern = re.compile(rf"^\s*(from|import)\s+({'|'.join(forbidden)})(\.|\s|$)", re.M)
+    offenders = [str(p.relative_to(REPO)) for p in (REPO / package).rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []
