@@ -157,6 +157,13 @@ class Consumer(Generic[T]):
 
     async def run(self, stop: asyncio.Event) -> None:
         sub = await self._subscribe(stop)
+        try:
+            await self._loop(sub, stop)
+        finally:
+            with contextlib.suppress(nats.errors.Error):
+                await sub.unsubscribe()
+
+    async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
         backoff = 0.2
         while not stop.is_set():
             try:
@@ -259,6 +266,19 @@ async def _ack(m: Msg) -> None:
     except nats.errors.Error as e:
         # The message will be redelivered; every stage is idempotent by id.
         log.debug("ack failed: %s", e)
+
+
+async def shutdown(nc: NATS, timeout: int = 5) -> None:
+    """Flush what is still buffered (acks, replies) and close.
+
+    Not drain(): nats-py's drain waits on pull subscriptions' internal queues and
+    can hang until its 30 s timeout. Every effect here is acknowledged explicitly,
+    so anything not flushed is redelivered, never lost."""
+    if nc.is_closed:
+        return
+    with contextlib.suppress(nats.errors.Error, asyncio.TimeoutError):
+        await nc.flush(timeout=timeout)
+    await nc.close()
 
 
 def stop_on_signals() -> asyncio.Event:

@@ -170,7 +170,7 @@ async def run_up(o: UpOptions) -> int:
                 await asyncio.wait_for(t, 15)
         if nc is not None:
             with contextlib.suppress(Exception):
-                await nc.drain()
+                await bus.shutdown(nc)
         await asyncio.get_running_loop().run_in_executor(None, store.close)
         if nats is not None:
             await nats.stop()
@@ -208,7 +208,7 @@ async def serve_rules(nats_url: str) -> int:
     js = nc.jetstream()
     await bus.provision(js)
     await RulesService(js).run(stop)
-    await nc.drain()
+    await bus.shutdown(nc)
     return 0
 
 
@@ -221,6 +221,6 @@ async def serve_sink(nats_url: str, clickhouse: str) -> int:
     try:
         await SinkService(nc, js, store).run(stop)
     finally:
-        await nc.drain()
+        await bus.shutdown(nc)
         await asyncio.get_running_loop().run_in_executor(None, store.close)
     return 0

@@ -55,29 +55,29 @@ class EmbeddedNats:
         self.proc: asyncio.subprocess.Process | None = None
         self.url = ""
 
-    async def start(self, timeout: float = 20.0) -> str:
+    def command(self) -> list[str]:
+        """The server's argv; settings without a flag go in a config file that flags override."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        for stale in self.dir.glob("*.ports"):
-            stale.unlink(missing_ok=True)
-        # Settings with no command-line flag go in a config file; flags override it.
         conf = self.dir / "nats-server.conf"
         conf.write_text("max_payload: 8MB\n")
+        return [
+            find_binary(),
+            "--config", str(conf),
+            "--addr", self.host,
+            "--port", str(self.port),
+            "--jetstream",
+            "--store_dir", str(self.dir / "jetstream"),
+            "--ports_file_dir", str(self.dir),
+            "--server_name", "gpuhealth-embedded",
+        ]  # fmt: skip
+
+    async def start(self, timeout: float = 20.0) -> str:
+        argv = self.command()
+        for stale in self.dir.glob("*.ports"):
+            stale.unlink(missing_ok=True)
         log_file = open(self.dir / "nats-server.log", "ab")  # noqa: SIM115, ASYNC230 - the child owns it
         self.proc = await asyncio.create_subprocess_exec(
-            find_binary(),
-            "--config",
-            str(conf),
-            "--addr",
-            self.host,
-            "--port",
-            str(self.port),
-            "--jetstream",
-            "--store_dir",
-            str(self.dir / "jetstream"),
-            "--ports_file_dir",
-            str(self.dir),
-            "--server_name",
-            "gpuhealth-embedded",
+            *argv,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=log_file,

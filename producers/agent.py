@@ -144,7 +144,7 @@ async def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(t, 10)
     kmsg.source.close()
-    await nc.drain()
+    await bus.shutdown(nc)
     return 0
 
 

@@ -1,0 +1,172 @@
+"""One stage per process, as a fleet runs them: agent, rules and sink against one nats-server."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuhealth.natsd import EmbeddedNats
+from tests.e2e.conftest import GPUCTL, gpuctl, gpuctl_json, wait_for
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Nats:
+    """A nats-server the test stops and starts again on the same port and store."""
+
+    def __init__(self, root: Path) -> None:
+        self.port = free_port()
+        self.argv = EmbeddedNats(root, port=self.port).command()
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("nats-server did not start")
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[tuple[Nats, Path, list[subprocess.Popen[bytes]]]]:
+    nats = Nats(tmp_path / "nats")
+    nats.start()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        yield nats, tmp_path, procs
+    finally:
+        for p in procs:
+            p.terminate()
+        slow = []
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                slow.append(p.args)
+        nats.stop()
+        assert slow == [], "every stage stops within 15 s of SIGTERM"
+        assert [p.returncode for p in procs] == [0] * len(procs)
+
+
+def serve(procs: list[subprocess.Popen[bytes]], log: Path, *args: str) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        p = subprocess.Popen([GPUCTL, "serve", *args], stdout=out, stderr=subprocess.STDOUT)
+    procs.append(p)
+    return p
+
+
+def test_stages_in_their_own_processes_with_remote_injection(
+    fleet: tuple[Nats, Path, list[subprocess.Popen[bytes]]],
+) -> None:
+    nats, tmp, procs = fleet
+    url = nats.url
+    kmsg_a, kmsg_b = tmp / "kmsg-a", tmp / "kmsg-b"
+    kmsg_a.touch()
+    kmsg_b.touch()
+    serve(procs, tmp / "rules.log", "rules", "--nats", url)
+    serve(procs, tmp / "sink.log", "sink", "--nats", url, "--data-dir", str(tmp / "sink"))
+    agent_a = serve(
+        procs,
+        tmp / "a.log",
+        "agent",
+        "--nats",
+        url,
+        "--node",
+        "node-a",
+        "--kmsg-path",
+        str(kmsg_a),
+        "--data-dir",
+        str(tmp / "a"),
+        "--allow-inject",
+    )
+    serve(
+        procs,
+        tmp / "b.log",
+        "agent",
+        "--nats",
+        url,
+        "--node",
+        "node-b",
+        "--kmsg-path",
+        str(kmsg_b),
+        "--data-dir",
+        str(tmp / "b"),
+    )
+
+    def injected(node: str) -> subprocess.CompletedProcess[str]:
+        return gpuctl("inject-fault", "--xid", "48", "--pci", "0000:07:00.0", "--node", node, "--nats", url)
+
+    wait_for(lambda: injected("node-a").returncode == 0, timeout=30)
+    assert "NVRM: Xid (PCI:0000:07:00): 48" in kmsg_a.read_text()
+    refused = injected("node-b")
+    assert refused.returncode == 1 and "not allowed" in refused.stderr
+    assert kmsg_b.read_text() == ""
+
+    wait_for(lambda: gpuctl("status", "--nats", url).returncode == 2, timeout=30)
+    _, status = gpuctl_json("status", "--nats", url)
+    assert isinstance(status, dict)
+    unhealthy = [(s["node"], s["entity"]) for s in status["states"] if s["health"] == "Unhealthy"]
+    assert unhealthy == [("node-a", "0000:07:00.0")]
+
+    # `gpuctl serve agent` handed its process over to the lean entry point (same pid, exec'd).
+    cmdline = Path(f"/proc/{agent_a.pid}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[1:3] == [b"-m", b"producers.agent"]
+
+
+def test_the_pipeline_survives_nats_going_away_and_coming_back(
+    fleet: tuple[Nats, Path, list[subprocess.Popen[bytes]]],
+) -> None:
+    nats, tmp, procs = fleet
+    url = nats.url
+    kmsg = tmp / "kmsg"
+    kmsg.touch()
+    serve(procs, tmp / "rules.log", "rules", "--nats", url)
+    serve(procs, tmp / "sink.log", "sink", "--nats", url, "--data-dir", str(tmp / "sink"))
+    serve(
+        procs,
+        tmp / "agent.log",
+        "agent",
+        "--nats",
+        url,
+        "--node",
+        "n1",
+        "--kmsg-path",
+        str(kmsg),
+        "--data-dir",
+        str(tmp / "agent"),
+    )
+    wait_for(lambda: gpuctl("status", "--nats", url).returncode == 0, timeout=30)
+
+    nats.stop()
+    # While NATS is down the fault is written; the agent holds it until it can publish.
+    assert gpuctl("inject-fault", "--xid", "79", "--pci", "0000:0a:00.0", "--kmsg-path", str(kmsg)).returncode == 0
+    time.sleep(2)
+    nats.start()
+    wait_for(lambda: gpuctl("status", "--nats", url).returncode == 2, timeout=60)
+
+    def stored() -> bool:
+        code, rows = gpuctl_json("events", "--nats", url)
+        return code == 0 and isinstance(rows, list) and any(r["xid"] == 79 for r in rows)
+
+    wait_for(stored, timeout=60)
+    assert all(p.poll() is None for p in procs), "no stage died while NATS was away"
