@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 MAX_LINE = 8192  # longer lines are cut: a kernel record is at most ~1 KiB, anything else is garbage
@@ -56,6 +56,7 @@ class Rule:
     kind: str
     regex: re.Pattern[str]
     source: str
+    anchors: tuple[str, ...] = ()
 
 
 @cache
@@ -66,7 +67,7 @@ def rules() -> tuple[Rule, ...]:
     for r in data["rule"]:
         if r["kind"] not in KINDS:
             raise ValueError(f"kernel_patterns.toml: unknown kind {r['kind']!r}")
-        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"]))
+        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"], tuple(r.get("anchors", ()))))
     return tuple(out)
 
 
@@ -207,8 +208,29 @@ def _process(message: str, kind: str | None, stripped: Stripped) -> tuple[int | 
     return None, None
 
 
+@lru_cache(maxsize=4096)
 def classify(line: str) -> KernelLine:
-    """Classify one kernel log line, with or without its prefixes."""
+    """Classify one kernel log line, with or without its prefixes; every field, benign lines too.
+
+    Cached: a storm repeats the same message text thousands of times a second."""
+    return _classify(line, gated=True, benign_fields=True)
+
+
+@lru_cache(maxsize=4096)
+def fault_of(line: str) -> KernelLine | None:
+    """The producer's fast path: None for a benign line, without extracting its fields."""
+    found = _classify(line, gated=True, benign_fields=False)
+    return found if found.kind is not None else None
+
+
+@cache
+def _any_anchor() -> re.Pattern[str]:
+    """One pass over a line for every rule's anchors: most lines have none and stop here."""
+    anchors = sorted({a for r in rules() for a in r.anchors}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, anchors)))
+
+
+def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLine:
     if len(line) > MAX_LINE:
         line = line[:MAX_LINE]
     stripped = strip_prefixes(line)
@@ -217,10 +239,15 @@ def classify(line: str) -> KernelLine:
     groups: dict[str, str] = {}
     # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag.
     text = f"{stripped.tag}: {message}" if stripped.tag else message
-    for rule in rules():
-        if m := rule.regex.search(text):
-            kind, groups = rule.kind, {k: v for k, v in m.groupdict().items() if v}
-            break
+    if not gated or _any_anchor().search(text):
+        for rule in rules():
+            if gated and rule.anchors and not any(a in text for a in rule.anchors):
+                continue
+            if m := rule.regex.search(text):
+                kind, groups = rule.kind, {k: v for k, v in m.groupdict().items() if v}
+                break
+    if kind is None and not benign_fields:
+        return KernelLine(kind=None, message=message, priority=stripped.priority)
     pci = normalise_pci(groups["pci"]) if groups.get("pci") else _first_pci(message)
     pid, process = _process(message, kind, stripped)
     xid = int(groups["xid"]) if groups.get("xid") else None

@@ -319,8 +319,8 @@ class KmsgProducer:
             if self._last_seq is not None and rec.seq > self._last_seq + 1:
                 self.gaps += rec.seq - self._last_seq - 1
             self._last_seq = last_seq = rec.seq
-            found = kernel.classify(rec.message)
-            if found.kind is None:
+            found = kernel.fault_of(rec.message)
+            if found is None:
                 continue
             items.append((self.subject, *self._event(rec, found)))
         return items, last_seq

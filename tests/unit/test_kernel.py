@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producers.kernel import KINDS, classify, normalise_pci, rules, strip_prefixes
+from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci, rules, strip_prefixes
 from tests.conftest import SHARED
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
@@ -181,3 +181,52 @@ def test_overlong_lines_are_cut_not_fatal() -> None:
 def test_any_text_classifies_without_raising(line: str) -> None:
     got = classify(line)
     assert got.kind is None or got.kind in KINDS
+
+
+def _all_known_lines() -> list[str]:
+    known = [str(r["line"]) for r in corpus()] if CORPUS.exists() else []
+    return known + [u[0] for u in UNSEEN] + BENIGN
+
+
+def test_anchors_never_change_a_result() -> None:
+    """The anchors are an optimisation only: gated and ungated classification agree."""
+    for line in _all_known_lines():
+        assert _classify(line, gated=True) == _classify(line, gated=False), line
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "NVRM: ",
+                "Xid (PCI:0000:04:00): 79",
+                "AER:",
+                "mlx5_core ",
+                " failed",
+                "nfs: server x ",
+                "not responding",
+                "EDAC MC0: 1 UE ",
+                "task:x state:D pid:5",
+                "[ 5] ",
+                "0000:01:00.0 ",
+                "Killed process 12 (x)",
+                "GSP",
+                "nvidia-modeset: ERROR",
+                " ",
+                "x",
+            ]
+        ),
+        max_size=8,
+    )
+)
+def test_anchors_agree_on_generated_lines(parts: list[str]) -> None:
+    line = "".join(parts)
+    assert _classify(line, gated=True) == _classify(line, gated=False)
+
+
+def test_fault_of_is_classify_without_benign_fields() -> None:
+    for line in _all_known_lines():
+        full = classify(line)
+        fast = fault_of(line)
+        assert fast == (full if full.kind is not None else None), line
