@@ -34,6 +34,7 @@ from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import SourceError
 from gpuhealth.events import DeadLetter, KernelEvent, NvlinkDetail, SourceStatus, derived_id, encode, new_id, now_ns
 from producers import kernel
+from producers.storm import StormCollapser
 
 log = logging.getLogger("gpuhealth.kmsg")
 
@@ -101,8 +102,16 @@ def parse_record(raw: bytes) -> Record | Malformed:
 
 
 class Cursor(msgspec.Struct):
+    """Where the reader is, and the batch it was publishing (a write-ahead record).
+
+    Written before a batch is published and again once it is acknowledged. A
+    restart republishes ``unacked`` (same ids: JetStream and the sink drop what
+    already arrived) and resumes after ``seq``, so storm counts stay exact even
+    when a crash falls between an acknowledgement and the cursor write."""
+
     boot_id: str
     seq: int
+    unacked: list[tuple[str, str, bytes]] = []
 
 
 def load_cursor(path: Path) -> Cursor | None:
@@ -112,12 +121,13 @@ def load_cursor(path: Path) -> Cursor | None:
         return None
 
 
-def save_cursor(path: Path, cursor: Cursor) -> None:
+def save_cursor(path: Path, cursor: Cursor, *, durable: bool = True) -> None:
     tmp = path.with_suffix(".tmp")
     with open(tmp, "wb") as f:
         f.write(msgspec.json.encode(cursor))
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     tmp.replace(path)
 
 
@@ -160,13 +170,20 @@ class KmsgSource:
             os.close(self.fd)
             self.fd = -1
 
-    async def read_batch(self, stop: asyncio.Event, max_records: int = 2000) -> list[bytes]:
-        """At least one raw record, or [] once ``stop`` is set."""
+    async def read_batch(
+        self, stop: asyncio.Event, max_records: int = 2000, timeout: float | None = None
+    ) -> list[bytes]:
+        """At least one raw record; [] once ``stop`` is set or ``timeout`` seconds passed."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         while not stop.is_set():
             records = self._read_available(max_records)
             if records:
                 return records
-            await self._wait_readable(stop)
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            await self._wait_readable(stop, left)
         return []
 
     def _read_available(self, max_records: int) -> list[bytes]:
@@ -224,11 +241,12 @@ class KmsgSource:
         elif st.st_size < self._offset:
             self._offset, self._buf = 0, b""  # truncated
 
-    async def _wait_readable(self, stop: asyncio.Event) -> None:
+    async def _wait_readable(self, stop: asyncio.Event, timeout: float | None) -> None:
         if self.mode == "file":
             # A regular file has no readiness; a short poll is the honest way to follow it.
+            wait = self.poll_interval if timeout is None else min(self.poll_interval, timeout)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.poll_interval)
+                await asyncio.wait_for(stop.wait(), wait)
             return
         loop = asyncio.get_running_loop()
         ready = asyncio.Event()
@@ -236,7 +254,7 @@ class KmsgSource:
         try:
             stopper = asyncio.ensure_future(stop.wait())
             waiter = asyncio.ensure_future(ready.wait())
-            await asyncio.wait({stopper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({stopper, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             stopper.cancel()
             waiter.cancel()
         finally:
@@ -251,7 +269,9 @@ Publish = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
 class KmsgProducer:
     """Kernel records → KernelEvents on ``gpuhealth.v1.event.<node>.kmsg``."""
 
-    def __init__(self, path: Path, identity: NodeIdentity, state_dir: Path, publish: Publish) -> None:
+    def __init__(
+        self, path: Path, identity: NodeIdentity, state_dir: Path, publish: Publish, *, storm_window_s: float = 1.0
+    ) -> None:
         self.path = path
         self.identity = identity
         self.cursor_path = state_dir / "kmsg.cursor"
@@ -262,8 +282,12 @@ class KmsgProducer:
         self.events_published = 0
         self.malformed = 0
         self.gaps = 0
+        self.lines_published = 0  # fault lines accounted for in published events (storm counts included)
+        self.storms: StormCollapser[tuple[Record, kernel.KernelLine]] = StormCollapser(storm_window_s)
         self._last_seq: int | None = None
+        self._saved_seq = -1
         self._skip_through = -1
+        self._replay: list[tuple[str, str, bytes]] = []
 
     def open(self) -> SourceStatus:
         try:
@@ -272,8 +296,10 @@ class KmsgProducer:
             log.warning("kernel log unavailable: %s", e)
             return self._status(False, str(e))
         cursor = load_cursor(self.cursor_path)
-        if cursor is not None and cursor.boot_id == self.identity.boot_id:
-            self._skip_through = cursor.seq  # same boot: resume after the last acknowledged record
+        if cursor is not None:
+            self._replay = cursor.unacked  # facts from any boot: publish them before anything new
+            if cursor.boot_id == self.identity.boot_id:
+                self._skip_through = self._saved_seq = cursor.seq  # resume after the last acknowledged record
         return self._status(True, f"reading {self.path} ({self.source.mode})")
 
     def _status(self, available: bool, reason: str) -> SourceStatus:
@@ -292,21 +318,48 @@ class KmsgProducer:
         )
 
     async def run(self, stop: asyncio.Event) -> None:
+        if self._replay:
+            if not await self._publish_until_acked(self._replay, stop):
+                return
+            self._replay = []
+            self._commit(self._saved_seq)
         while not stop.is_set():
-            raws = await self.source.read_batch(stop)
-            if not raws:
-                continue
-            items, last_seq = self._events_of(raws)
-            if items:
-                await self._publish_until_acked(items, stop)
-                if stop.is_set() and items:
-                    return  # not acknowledged: leave the cursor where it was
-            if last_seq is not None:
-                save_cursor(self.cursor_path, Cursor(self.identity.boot_id, last_seq))
+            raws = await self.source.read_batch(stop, timeout=self.storms.window_s / 2)
+            items = self._events_of(raws)
+            items += [self._event(rec, found, n) for (rec, found), n in self.storms.expired(time.monotonic())]
+            if not await self._publish_batch(items, stop):
+                return  # stopping before the acknowledgement: the write-ahead record replays it
+        # A clean stop publishes the storms' counts so the cursor can pass them (bounded:
+        # if the bus is gone, the held records are simply read again next time).
+        items = [self._event(rec, found, n) for (rec, found), n in self.storms.flush()]
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._publish_batch(items, asyncio.Event()), 5.0)
 
-    def _events_of(self, raws: list[bytes]) -> tuple[list[tuple[str, str, bytes]], int | None]:
+    def _safe_seq(self) -> int:
+        """Through the last record read, but never past one whose count is not published."""
+        if self._last_seq is None:
+            return self._saved_seq
+        hold = self.storms.hold_from()
+        return max(self._saved_seq, self._last_seq if hold is None else min(self._last_seq, hold - 1))
+
+    async def _publish_batch(self, items: list[tuple[str, str, bytes]], stop: asyncio.Event) -> bool:
+        seq = self._safe_seq()
+        if items:
+            save_cursor(self.cursor_path, Cursor(self.identity.boot_id, seq, items))
+            if not await self._publish_until_acked(items, stop):
+                return False
+        if items or seq > self._saved_seq:
+            self._commit(seq)
+        return True
+
+    def _commit(self, seq: int) -> None:
+        # Not fsynced: losing it only means re-reading records whose events are acknowledged.
+        save_cursor(self.cursor_path, Cursor(self.identity.boot_id, seq), durable=False)
+        self._saved_seq = seq
+
+    def _events_of(self, raws: list[bytes]) -> list[tuple[str, str, bytes]]:
         items: list[tuple[str, str, bytes]] = []
-        last_seq: int | None = None
+        now = time.monotonic()
         for raw in raws:
             rec = parse_record(raw)
             if isinstance(rec, Malformed):
@@ -318,14 +371,22 @@ class KmsgProducer:
             self.records_read += 1
             if self._last_seq is not None and rec.seq > self._last_seq + 1:
                 self.gaps += rec.seq - self._last_seq - 1
-            self._last_seq = last_seq = rec.seq
+            self._last_seq = rec.seq
             found = kernel.fault_of(rec.message)
             if found is None:
                 continue
-            items.append((self.subject, *self._event(rec, found)))
-        return items, last_seq
+            key = (
+                found.kind,
+                found.xid,
+                found.sxid,
+                found.pci_bus_id,
+                found.message if found.kind == "other_fault" else "",
+            )
+            for (r, f), n in self.storms.offer(key, rec.seq, (rec, found), now):
+                items.append(self._event(r, f, n))
+        return items
 
-    def _event(self, rec: Record, found: kernel.KernelLine) -> tuple[str, bytes]:
+    def _event(self, rec: Record, found: kernel.KernelLine, count: int) -> tuple[str, str, bytes]:
         i = self.identity
         t = i.boot_time_ns + rec.usec * 1000 if i.boot_time_ns else now_ns()
         event_id = derived_id(t, i.node, i.boot_id, rec.seq)
@@ -352,9 +413,11 @@ class KmsgProducer:
             node=i.node,
             machine_id=i.machine_id,
             boot_id=i.boot_id,
+            count=count,
         )
         self.events_published += 1
-        return event_id, encode(event)
+        self.lines_published += count
+        return self.subject, event_id, encode(event)
 
     def _dead_letter(self, bad: Malformed) -> tuple[str, str, bytes]:
         letter = DeadLetter(
@@ -368,17 +431,21 @@ class KmsgProducer:
         log.warning("kmsg: %s: %r", bad.reason, bad.raw[:120])
         return subjects.dlq_subject(subjects.token(self.identity.node), "agent.kmsg"), letter.id, encode(letter)
 
-    async def _publish_until_acked(self, items: list[tuple[str, str, bytes]], stop: asyncio.Event) -> None:
+    async def _publish_until_acked(self, items: list[tuple[str, str, bytes]], stop: asyncio.Event) -> bool:
+        """True once JetStream acknowledged every item; False if stopped first."""
         delay = 0.1
-        while not stop.is_set():
+        while items:
+            if stop.is_set():
+                return False
             try:
                 await self.publish(items)
-                return
+                return True
             except Exception as e:
                 log.warning("kmsg: publish of %d events not acknowledged (%s); retrying", len(items), e)
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(stop.wait(), delay)
                 delay = min(delay * 2, 5.0)
+        return True
 
 
 # ---------------------------------------------------------------- writing (inject-fault)

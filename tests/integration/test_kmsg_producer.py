@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 from nats.js import JetStreamContext
@@ -25,14 +26,14 @@ def write_records(path: Path, first_seq: int, n: int) -> None:
 
 
 async def run_producer(
-    js: JetStreamContext, path: Path, identity: NodeIdentity, state: Path, last_seq: int
+    js: JetStreamContext, path: Path, identity: NodeIdentity, state: Path, last_seq: int, window_s: float = 1.0
 ) -> KmsgProducer:
     """Run until the cursor says the record ``last_seq`` was read and everything before it acknowledged."""
 
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items)
 
-    producer = KmsgProducer(path, identity, state, publish)
+    producer = KmsgProducer(path, identity, state, publish, storm_window_s=window_s)
     status = producer.open()
     assert status.available, status.reason
     producer.source.poll_interval = 0.01
@@ -125,3 +126,43 @@ async def test_an_unreadable_source_is_reported_not_fatal(tmp_path: Path, identi
     producer = KmsgProducer(tmp_path / "missing", identity, tmp_path, publish)
     status = producer.open()
     assert not status.available and "cannot read" in status.reason
+
+
+def write_storm(path: Path, first_seq: int, n: int) -> None:
+    line = "NVRM: Xid (PCI:0000:0b:00): 95, pid=777, name=train.py, Uncontained: FBHUB. RST: Yes, D-RST: No"
+    with path.open("a") as f:
+        f.writelines(f"3,{seq},{seq},-;{line}\n" for seq in range(first_seq, first_seq + n))
+
+
+async def test_a_storm_becomes_a_few_events_whose_counts_add_up(
+    nats_url: str, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    write_storm(kmsg, 1, 100_000)
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items)
+
+    # First run: killed (cancelled) mid-storm, without its clean-stop flush.
+    first = KmsgProducer(kmsg, identity, state, publish, storm_window_s=0.05)
+    assert first.open().available
+    task = asyncio.create_task(first.run(asyncio.Event()))
+    async with asyncio.timeout(20):
+        while first.records_read < 30_000:
+            await asyncio.sleep(0.005)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    first.source.close()
+
+    second = await run_producer(js, kmsg, identity, state, last_seq=100_000, window_s=0.05)
+    assert second.records_read < 100_000, "resumed, not restarted"
+    events = await stream_events(js)
+    assert sum(e.count for e in events) == 100_000
+    assert len(events) < 500
+    assert {(e.kind, e.xid, e.pci_bus_id) for e in events} == {("xid", 95, "0000:0b:00.0")}
+    await nc.close()
