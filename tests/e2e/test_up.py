@@ -91,14 +91,16 @@ def test_no_kernel_log_still_starts_and_says_so(tmp_path: Path) -> None:
         up.stop()
 
 
-def _count_xid_events(up: Up) -> tuple[int, int]:
-    async def q() -> tuple[int, int]:
+def _count_xid_events(up: Up) -> tuple[int, int, int]:
+    async def q() -> tuple[int, int, int]:
         nc = await client.open_client(up.info.nats_url)
         try:
-            _, rows = await client.sql(nc, "SELECT count(), uniqExact(id) FROM gpuhealth.events WHERE kind = 'xid'")
+            _, rows = await client.sql(
+                nc, "SELECT count(), uniqExact(id), sum(count) FROM gpuhealth.events WHERE kind = 'xid'"
+            )
         finally:
             await nc.close()
-        return int(rows[0][0]), int(rows[0][1])
+        return int(rows[0][0]), int(rows[0][1]), int(rows[0][2])
 
     return asyncio.run(q())
 
@@ -113,7 +115,9 @@ def test_sigkill_mid_stream_then_restart_stores_every_record_exactly_once(tmp_pa
     def writer() -> None:
         with kmsg.open("a") as f:
             for seq in range(1, total + 1):
-                f.write(f"3,{seq},{seq * 100},-;NVRM: Xid (PCI:0000:{seq % 256:02x}:00): 79, GPU has fallen off\n")
+                # A device of its own per record: no storm collapsing, every record must be its own row.
+                bus, dev = seq % 256, seq // 256
+                f.write(f"3,{seq},{seq * 100},-;NVRM: Xid (PCI:0000:{bus:02x}:{dev:02x}): 79, GPU has fallen off\n")
                 if seq % 100 == 0:
                     f.flush()
                     time.sleep(0.02)
@@ -129,7 +133,7 @@ def test_sigkill_mid_stream_then_restart_stores_every_record_exactly_once(tmp_pa
     try:
         wait_for(lambda: _count_xid_events(up)[0] >= total, timeout=90, every=0.5)
         time.sleep(1)  # anything duplicated would arrive now
-        assert _count_xid_events(up) == (total, total)
+        assert _count_xid_events(up) == (total, total, total)
     finally:
         up.stop()
 
