@@ -80,7 +80,21 @@ async def connect(url: str, name: str, *, retry_for: float | None = None) -> NAT
 
 
 async def provision(js: JetStreamContext, *, replicas: int = 1) -> None:
-    """Create or update every stream and KV bucket; safe to run from every stage at once."""
+    """Create or update every stream and KV bucket; safe to run from every stage at once.
+
+    Retries until it succeeds: a stage that starts while NATS is away waits for it."""
+    delay = 0.2
+    while True:
+        try:
+            await _provision_once(js, replicas)
+            return
+        except (TimeoutError, nats.errors.Error) as e:
+            log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+
+async def _provision_once(js: JetStreamContext, replicas: int) -> None:
     for spec in subjects.STREAMS:
         config = StreamConfig(
             name=spec.name,

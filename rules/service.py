@@ -37,6 +37,7 @@ class RulesService:
         self.states_published = 0
 
     async def start(self) -> None:
+        await bus.provision(self.js)  # retries until NATS answers; binds below then succeed
         self.kv_rules = await self.js.key_value(subjects.KV_RULES)
         self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
         self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)

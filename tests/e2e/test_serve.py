@@ -133,40 +133,50 @@ def test_stages_in_their_own_processes_with_remote_injection(
     assert cmdline[1:3] == [b"-m", b"producers.agent"]
 
 
+def start_stages(procs: list[subprocess.Popen[bytes]], tmp: Path, url: str, kmsg: Path) -> None:
+    serve(procs, tmp / "rules.log", "rules", "--nats", url)
+    serve(procs, tmp / "sink.log", "sink", "--nats", url, "--data-dir", str(tmp / "sink"))
+    serve(procs, tmp / "agent.log", "agent", "--nats", url, "--node", "n1", "--kmsg-path", str(kmsg),
+          "--data-dir", str(tmp / "agent"))  # fmt: skip
+
+
+def agent_reported(url: str) -> bool:
+    code, status = gpuctl_json("status", "--nats", url)
+    return code == 0 and isinstance(status, dict) and any(s["component"] == "kernel-log" for s in status["states"])
+
+
+def fault_stored(url: str) -> bool:
+    code, rows = gpuctl_json("events", "--nats", url)
+    return code == 0 and isinstance(rows, list) and any(r["xid"] == 79 for r in rows)
+
+
 def test_the_pipeline_survives_nats_going_away_and_coming_back(
     fleet: tuple[Nats, Path, list[subprocess.Popen[bytes]]],
 ) -> None:
     nats, tmp, procs = fleet
-    url = nats.url
     kmsg = tmp / "kmsg"
     kmsg.touch()
-    serve(procs, tmp / "rules.log", "rules", "--nats", url)
-    serve(procs, tmp / "sink.log", "sink", "--nats", url, "--data-dir", str(tmp / "sink"))
-    serve(
-        procs,
-        tmp / "agent.log",
-        "agent",
-        "--nats",
-        url,
-        "--node",
-        "n1",
-        "--kmsg-path",
-        str(kmsg),
-        "--data-dir",
-        str(tmp / "agent"),
-    )
-    wait_for(lambda: gpuctl("status", "--nats", url).returncode == 0, timeout=30)
+    start_stages(procs, tmp, nats.url, kmsg)
+    wait_for(lambda: agent_reported(nats.url), timeout=30)
 
     nats.stop()
     # While NATS is down the fault is written; the agent holds it until it can publish.
     assert gpuctl("inject-fault", "--xid", "79", "--pci", "0000:0a:00.0", "--kmsg-path", str(kmsg)).returncode == 0
     time.sleep(2)
     nats.start()
-    wait_for(lambda: gpuctl("status", "--nats", url).returncode == 2, timeout=60)
-
-    def stored() -> bool:
-        code, rows = gpuctl_json("events", "--nats", url)
-        return code == 0 and isinstance(rows, list) and any(r["xid"] == 79 for r in rows)
-
-    wait_for(stored, timeout=60)
+    wait_for(lambda: gpuctl("status", "--nats", nats.url).returncode == 2, timeout=60)
+    wait_for(lambda: fault_stored(nats.url), timeout=60)
     assert all(p.poll() is None for p in procs), "no stage died while NATS was away"
+
+
+def test_stages_started_before_nats_wait_for_it(fleet: tuple[Nats, Path, list[subprocess.Popen[bytes]]]) -> None:
+    nats, tmp, procs = fleet
+    nats.stop()
+    kmsg = tmp / "kmsg"
+    kmsg.write_text("3,1,100,-;NVRM: Xid (PCI:0000:0c:00): 79, GPU has fallen off the bus.\n")
+    start_stages(procs, tmp, nats.url, kmsg)
+    time.sleep(3)
+    assert all(p.poll() is None for p in procs), "no stage gave up while NATS was not there yet"
+    nats.start()
+    wait_for(lambda: gpuctl("status", "--nats", nats.url).returncode == 2, timeout=60)
+    wait_for(lambda: fault_stored(nats.url), timeout=60)
