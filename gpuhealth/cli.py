@@ -9,20 +9,33 @@ traceback.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import client
-from gpuhealth.config import default_data_dir, read_run_info
+from gpuhealth import cli_kernel, client
+from gpuhealth.cli_options import (
+    ClickhouseOpt,
+    ClusterOpt,
+    DataDirOpt,
+    JournalDirOpt,
+    JournalOpt,
+    JsonOpt,
+    KmsgOpt,
+    NatsOpt,
+    NodeOpt,
+    ProcOpt,
+    SysfsOpt,
+    data_dir_of,
+    iso,
+    print_table,
+)
 from gpuhealth.errors import ConfigError, GpuhealthError, NotRunningError
 from gpuhealth.events import HEALTH_ORDER, HealthState
 
@@ -37,38 +50,9 @@ serve_app = typer.Typer(
     help="Run one stage against a NATS server (what systemd units and Kubernetes start).", no_args_is_help=True
 )
 app.add_typer(serve_app, name="serve")
-
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help="gpuhealth's data dir [default: $GPUHEALTH_DATA_DIR, /var/lib/gpuhealth as root, "
-        "else ~/.local/state/gpuhealth]",
-        show_default=False,
-    ),
-]
-NatsOpt = Annotated[
-    str | None,
-    typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL (default: the one the local 'gpuctl up' runs)"),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
-KmsgOpt = Annotated[Path, typer.Option("--kmsg-path", help="kernel log source: /dev/kmsg, a FIFO or a file")]
-SysfsOpt = Annotated[Path, typer.Option("--sysfs-root", help="root of sysfs (a recorded tree in tests)")]
-ProcOpt = Annotated[Path, typer.Option("--proc-root", help="root of procfs (a recorded tree in tests)")]
-NodeOpt = Annotated[str | None, typer.Option("--node", envvar="GPUHEALTH_NODE", help="this node's name")]
-ClusterOpt = Annotated[str | None, typer.Option("--cluster", envvar="GPUHEALTH_CLUSTER", help="the cluster's name")]
-ClickhouseOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--clickhouse",
-        envvar="GPUHEALTH_CLICKHOUSE_URL",
-        help="ClickHouse URL: chdb:///path (embedded) or http(s)://host:port (default: embedded in the data dir)",
-    ),
-]
-
-
-def _data_dir(value: Path | None) -> Path:
-    return value if value is not None else default_data_dir()
+app.command("inject-fault")(cli_kernel.inject_fault)
+app.command("parse")(cli_kernel.parse)
+app.command("scan")(cli_kernel.scan)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:
@@ -89,13 +73,15 @@ def up(
     node: NodeOpt = None,
     cluster: ClusterOpt = None,
     nats_port: Annotated[int, typer.Option("--nats-port", help="embedded NATS port (-1: any free port)")] = -1,
+    journal: JournalOpt = False,
+    journal_dir: JournalDirOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
 
     _log_to_stderr()
     opts = UpOptions(
-        data_dir=_data_dir(data_dir),
+        data_dir=data_dir_of(data_dir),
         kmsg_path=kmsg_path,
         sysfs_root=sysfs_root,
         proc_root=proc_root,
@@ -104,6 +90,8 @@ def up(
         node=node,
         cluster=cluster,
         nats_port=nats_port,
+        journal=journal,
+        journal_dir=journal_dir,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -118,12 +106,14 @@ def serve_agent(
     node: NodeOpt = None,
     cluster: ClusterOpt = None,
     allow_inject: Annotated[bool, typer.Option("--allow-inject", help="accept inject-fault over NATS")] = False,
+    journal: JournalOpt = False,
+    journal_dir: JournalDirOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
 
     opts = UpOptions(
-        data_dir=_data_dir(data_dir),
+        data_dir=data_dir_of(data_dir),
         kmsg_path=kmsg_path,
         sysfs_root=sysfs_root,
         proc_root=proc_root,
@@ -131,6 +121,8 @@ def serve_agent(
         clickhouse=None,
         node=node,
         cluster=cluster,
+        journal=journal,
+        journal_dir=journal_dir,
     )
     argv = agent_argv(nats, opts, ready_fd=None, allow_inject=allow_inject)
     sys.stdout.flush()
@@ -157,14 +149,10 @@ def serve_sink(
     from sinks.clickhouse import chdb_dsn
 
     _log_to_stderr()
-    raise typer.Exit(asyncio.run(run(nats, clickhouse or chdb_dsn(_data_dir(data_dir)))))
+    raise typer.Exit(asyncio.run(run(nats, clickhouse or chdb_dsn(data_dir_of(data_dir)))))
 
 
 # ---------------------------------------------------------------- reading
-
-
-def _iso(ns: int) -> str:
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def state_json(s: HealthState) -> dict[str, Any]:
@@ -178,7 +166,7 @@ def state_json(s: HealthState) -> dict[str, Any]:
         "health": s.health,
         "reason": s.reason,
         "repair_actions": list(s.repair_actions),
-        "since": _iso(s.since),
+        "since": iso(s.since),
         "event_ids": list(s.event_ids),
     }
 
@@ -191,7 +179,7 @@ def status(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt
     """Current health per node, component and GPU. Exit 0/1/2/3 = Healthy/Degraded/Unhealthy/Unknown, 4 = no answer."""
 
     async def read() -> tuple[list[HealthState], list[dict[str, Any]]]:
-        nc = await client.open_client(client.nats_url_for(_data_dir(data_dir), nats))
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
         try:
             states = await client.health_states(nc)
             gpus = [
@@ -224,19 +212,13 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]]) -> None
     rows = [("NODE", "COMPONENT", "ENTITY", "HEALTH", "ACTION", "REASON")]
     for s in sorted(states, key=lambda s: (-HEALTH_ORDER[s.health], s.node, s.component, s.entity)):
         rows.append((s.node, s.component, s.entity, s.health, ",".join(s.repair_actions) or "-", s.reason))
-    _print_table(rows)
+    print_table(rows)
     if gpus:
         print()
-        _print_table(
+        print_table(
             [("NODE", "GPU", "PCI", "UUID", "NAME")]
             + [(g["node"], str(g["index"]), g["pci_bus_id"], g["uuid"] or "-", g["name"] or "-") for g in gpus]
         )
-
-
-def _print_table(rows: Sequence[Sequence[str]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
 
 
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
@@ -272,7 +254,7 @@ def events(
     params = {"since_s": parse_duration(since), "limit": limit}
 
     async def read() -> tuple[list[str], list[list[Any]]]:
-        nc = await client.open_client(client.nats_url_for(_data_dir(data_dir), nats))
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
         try:
             return await client.sql(nc, EVENTS_SQL, params)
         finally:
@@ -281,14 +263,14 @@ def events(
     columns, rows = asyncio.run(read())
     objs = [dict(zip(columns, r, strict=True)) for r in rows]
     for o in objs:
-        o["time"] = _iso(int(o["time_ns"]))
+        o["time"] = iso(int(o["time_ns"]))
     if json_out:
         print(json.dumps(objs, indent=2, default=str))
         return
     if not objs:
         print(f"no events in the last {since}")
         return
-    _print_table(
+    print_table(
         [("TIME", "NODE", "KIND", "CODE", "PCI", "MESSAGE")]
         + [
             (
@@ -302,127 +284,6 @@ def events(
             for o in objs
         ]
     )
-
-
-# ---------------------------------------------------------------- faults and the kernel log
-
-PRIORITIES = {
-    "KERN_EMERG": 0,
-    "KERN_ALERT": 1,
-    "KERN_CRIT": 2,
-    "KERN_ERR": 3,
-    "KERN_WARNING": 4,
-    "KERN_NOTICE": 5,
-    "KERN_INFO": 6,
-    "KERN_DEBUG": 7,
-}
-
-
-def parse_priority(text: str) -> int:
-    t = text.strip().upper().replace("KERN.", "KERN_")
-    aliases = {"KERN_WARN": "KERN_WARNING", "KERN_ERROR": "KERN_ERR"}
-    t = aliases.get(t, t)
-    if t.isdigit() and 0 <= int(t) <= 7:
-        return int(t)
-    if t in PRIORITIES:
-        return PRIORITIES[t]
-    raise ConfigError(f"bad priority {text!r}: use one of {', '.join(PRIORITIES)} or 0-7")
-
-
-def xid_line(xid: int, pci: str) -> str:
-    """An NVRM Xid line as the driver prints it: the PCI address without its function."""
-    from producers.kernel import normalise_pci
-    from rules.catalog import load
-
-    norm = normalise_pci(pci)
-    if norm is None:
-        raise ConfigError(f"bad PCI address {pci!r}: use e.g. 0000:04:00.0")
-    entry = load().xid.get(xid)
-    text = entry.name if entry else "Unknown error"
-    return f"NVRM: Xid (PCI:{norm[:-2]}): {xid}, pid='<unknown>', name=<unknown>, {text}"
-
-
-@app.command("inject-fault")
-def inject_fault(
-    xid: Annotated[int | None, typer.Option("--xid", help="inject this NVIDIA Xid")] = None,
-    pci: Annotated[str | None, typer.Option("--pci", help="the GPU's PCI address, e.g. 0000:04:00.0")] = None,
-    kernel_message: Annotated[str | None, typer.Option("--kernel-message", help="inject this kernel line")] = None,
-    priority: Annotated[str, typer.Option("--priority", help="KERN_ERR, kern.warn, … or 0-7")] = "KERN_ERR",
-    kmsg_path: Annotated[Path | None, typer.Option("--kmsg-path", help="the agent's kernel log source")] = None,
-    node: Annotated[str | None, typer.Option("--node", help="send it to this node's agent over NATS")] = None,
-    data_dir: DataDirOpt = None,
-    nats: NatsOpt = None,
-) -> None:
-    """Write a realistic fault record where the agent reads the kernel log: the whole pipeline runs."""
-    if (xid is None) == (kernel_message is None):
-        raise ConfigError("give exactly one of --xid or --kernel-message")
-    if xid is not None:
-        if pci is None:
-            raise ConfigError("--xid needs --pci (the GPU's PCI address)")
-        message = xid_line(xid, pci)
-    else:
-        message = str(kernel_message)
-    prio = parse_priority(priority)
-    if node is not None:
-        print(asyncio.run(_inject_remote(node, message, prio, _data_dir(data_dir), nats)))
-        return
-    from producers.kmsg import append_record
-
-    path = kmsg_path
-    if path is None:
-        info = read_run_info(_data_dir(data_dir))
-        if info is not None and not info.allow_inject:
-            raise ConfigError("the running gpuhealth does not accept injections")
-        path = Path(info.kmsg_path) if info is not None else Path("/dev/kmsg")
-    try:
-        seq = append_record(path, message, prio)
-    except PermissionError as e:
-        raise ConfigError(f"cannot write to {path}: permission denied (root is needed for /dev/kmsg)") from e
-    except FileNotFoundError as e:
-        raise ConfigError(f"cannot write to {path}: no such file") from e
-    where = f"{path} (seq {seq})" if seq >= 0 else str(path)
-    print(f"injected into {where}: {message}")
-
-
-async def _inject_remote(node: str, message: str, priority: int, data_dir: Path, nats: str | None) -> str:
-    from gpuhealth import subjects
-
-    nc = await client.open_client(client.nats_url_for(data_dir, nats))
-    try:
-        body = json.dumps({"message": message, "priority": priority}).encode()
-        try:
-            reply = await nc.request(subjects.cmd_subject(node, "inject"), body, timeout=5)
-        except Exception as e:
-            raise NotRunningError(f"no agent for node {node!r} answers: {e}") from e
-    finally:
-        await nc.close()
-    answer = json.loads(reply.data)
-    if "error" in answer:
-        raise ConfigError(f"node {node}: {answer['error']}")
-    return f"injected on node {node}: {message}"
-
-
-@app.command()
-def parse(json_out: JsonOpt = True) -> None:
-    """Classify kernel lines from stdin: one JSON object per input line, in order."""
-    from producers.kernel import classify
-
-    out = sys.stdout
-    for raw in sys.stdin.buffer:
-        r = classify(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        out.write(
-            json.dumps(
-                {
-                    "kind": r.kind,
-                    "xid": r.xid,
-                    "sxid": r.sxid,
-                    "pci_bus_id": r.pci_bus_id,
-                    "pid": r.pid,
-                    "process_name": r.process,
-                }
-            )
-            + "\n"
-        )
 
 
 @app.command()
@@ -462,4 +323,11 @@ def main() -> None:
         if debug:
             raise
         print(f"gpuctl: {e}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:
+        if debug:
+            raise
+        print(f"gpuctl: unexpected error: {e!r} (run with --debug for the traceback)", file=sys.stderr)
         sys.exit(1)

@@ -39,6 +39,8 @@ class UpOptions:
     node: str | None
     cluster: str | None
     nats_port: int = -1
+    journal: bool = False
+    journal_dir: Path | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_inject: bool) -> list[str]:
@@ -61,6 +63,10 @@ def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_injec
         argv += ["--node", o.node]
     if o.cluster:
         argv += ["--cluster", o.cluster]
+    if o.journal:
+        argv.append("--journal")
+    if o.journal_dir is not None:
+        argv += ["--journal-dir", str(o.journal_dir)]
     if allow_inject:
         argv.append("--allow-inject")
     if ready_fd is not None:

@@ -25,8 +25,9 @@ from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
-from producers import sysfs
-from producers.kmsg import KmsgProducer, append_record
+from producers import journald, sysfs
+from producers.klog import KernelLogProducer, LogSource
+from producers.kmsg import KmsgSource, append_record
 
 log = logging.getLogger("gpuhealth.agent")
 
@@ -36,6 +37,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nats", required=True, help="NATS server URL")
     p.add_argument("--data-dir", type=Path, default=None, help="where the agent keeps its cursors")
     p.add_argument("--kmsg-path", type=Path, default=Path("/dev/kmsg"))
+    p.add_argument("--journal", action="store_true", help="read the kernel log from the system journal")
+    p.add_argument("--journal-dir", type=Path, default=None, help="read the kernel log from this journal directory")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
     p.add_argument("--proc-root", type=Path, default=Path("/proc"))
     p.add_argument("--node", default=None, help="node name (default: $GPUHEALTH_NODE or the hostname)")
@@ -61,6 +64,15 @@ def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
         gpus=gpus,
         driver_version=sysfs.nvidia_driver_version(sysfs_root),
     )
+
+
+def kernel_log_source(args: argparse.Namespace, identity: NodeIdentity) -> LogSource:
+    """The journal when asked for and readable; /dev/kmsg (or --kmsg-path) otherwise."""
+    if args.journal or args.journal_dir is not None:
+        if journald.available():
+            return journald.JournalSource(identity, args.journal_dir)
+        log.warning("systemd-python is not installed: reading %s instead of the journal", args.kmsg_path)
+    return KmsgSource(args.kmsg_path, identity)
 
 
 class InjectRequest(msgspec.Struct):
@@ -112,8 +124,8 @@ async def run(args: argparse.Namespace) -> int:
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items)
 
-    kmsg = KmsgProducer(args.kmsg_path, identity, state_dir, publish)
-    statuses = [kmsg.open()]
+    kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
+    statuses = [kernel_log.open()]
     inventory = inventory_of(identity, args.sysfs_root)
     first = [(subjects.event_subject(identity.node, s.source), s.id, encode(s)) for s in statuses]
     first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
@@ -129,21 +141,21 @@ async def run(args: argparse.Namespace) -> int:
     tasks = []
     if statuses[0].available:
 
-        async def run_kmsg() -> None:
+        async def run_kernel_log() -> None:
             try:
-                await kmsg.run(stop)
+                await kernel_log.run(stop)
             except OSError:
-                kmsg.source.close()
-                kmsg.open()
+                kernel_log.source.close()
+                kernel_log.open()
                 raise
 
-        tasks.append(asyncio.create_task(supervise("kmsg", run_kmsg, stop)))
+        tasks.append(asyncio.create_task(supervise("kernel log", run_kernel_log, stop)))
     await stop.wait()
     log.info("agent stopping: draining")
     for t in tasks:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(t, 10)
-    kmsg.source.close()
+    kernel_log.source.close()
     await bus.shutdown(nc)
     return 0
 

@@ -6,10 +6,9 @@ event loop costs nothing while the kernel is quiet. A FIFO or a file carries
 the same records one per line (continuations start with a space), which is
 what tests, ``--kmsg-path`` and ``gpuctl inject-fault`` use.
 
-The read cursor ``(boot_id, seq)`` lives in the data dir and moves only after
-JetStream acknowledged every event up to it: a restart after SIGKILL re-reads
-at most the unacknowledged tail, and the ids derived from (node, boot_id, seq)
-make that tail a no-op downstream.
+A position here is the kernel's sequence number, valid within one boot: the
+pipeline in ``producers/klog.py`` resumes after it on the same boot and from the
+boot's first record on a new one.
 """
 
 from __future__ import annotations
@@ -18,46 +17,19 @@ import asyncio
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import msgspec
-
-from gpuhealth import subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import SourceError
-from gpuhealth.events import DeadLetter, KernelEvent, NvlinkDetail, SourceStatus, derived_id, encode, new_id, now_ns
-from producers import kernel
-from producers.storm import StormCollapser
+from gpuhealth.events import now_ns
+from producers.klog import Cursor, LogRecord, Position, Unusable
 
-log = logging.getLogger("gpuhealth.kmsg")
-
-SOURCE = "kmsg"
 MAX_RECORD = 16 * 1024  # /dev/kmsg records are < 8 KiB; a longer "line" in a file is garbage
-
-COMPONENT_OF_KIND = {
-    "xid": "accelerator-nvidia-error-xid",
-    "gpu_fallen_off_bus": "accelerator-nvidia-error-xid",
-    "sxid": "accelerator-nvidia-error-sxid",
-    "nvlink": "accelerator-nvidia-nvlink",
-    "gsp": "accelerator-nvidia-gsp",
-    "pcie_aer": "pci",
-    "pcie_link": "pci",
-    "mce_edac": "edac",
-    "oom": "memory",
-    "hung_task": "os",
-    "soft_lockup": "os",
-    "fs_readonly": "disk",
-    "infiniband": "accelerator-nvidia-infiniband",
-    "nfs": "nfs",
-    "other_fault": "kernel",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,25 +41,20 @@ class Record:
     device: dict[str, str] = field(default_factory=dict)
 
 
-class Malformed(msgspec.Struct, frozen=True):
-    raw: bytes
-    reason: str
-
-
-def parse_record(raw: bytes) -> Record | Malformed:
+def parse_record(raw: bytes) -> Record | Unusable:
     """One kmsg record (with its continuation lines) → Record, or why not."""
     if len(raw) > MAX_RECORD:
-        return Malformed(raw[:1024], f"record of {len(raw)} bytes exceeds {MAX_RECORD}")
+        return Unusable(raw[:1024], f"record of {len(raw)} bytes exceeds {MAX_RECORD}")
     head, sep, body = raw.partition(b";")
     fields = head.split(b",")
     if not sep or len(fields) < 3:
-        return Malformed(raw, "not a kmsg record (want 'prio,seq,usec,flags;message')")
+        return Unusable(raw, "not a kmsg record (want 'prio,seq,usec,flags;message')")
     try:
         prio, seq, usec = int(fields[0]), int(fields[1]), int(fields[2])
     except ValueError:
-        return Malformed(raw, "non-numeric prio, seq or usec")
+        return Unusable(raw, "non-numeric prio, seq or usec")
     if prio < 0 or seq < 0 or usec < 0:
-        return Malformed(raw, "negative prio, seq or usec")
+        return Unusable(raw, "negative prio, seq or usec")
     lines = body.split(b"\n")
     device: dict[str, str] = {}
     for extra in lines[1:]:
@@ -98,48 +65,21 @@ def parse_record(raw: bytes) -> Record | Malformed:
     return Record(prio & 7, seq, usec, message, device)
 
 
-# ---------------------------------------------------------------- cursor
-
-
-class Cursor(msgspec.Struct):
-    """Where the reader is, and the batch it was publishing (a write-ahead record).
-
-    Written before a batch is published and again once it is acknowledged. A
-    restart republishes ``unacked`` (same ids: JetStream and the sink drop what
-    already arrived) and resumes after ``seq``, so storm counts stay exact even
-    when a crash falls between an acknowledgement and the cursor write."""
-
-    boot_id: str
-    seq: int
-    unacked: list[tuple[str, str, bytes]] = []
-
-
-def load_cursor(path: Path) -> Cursor | None:
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=Cursor)
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-        return None
-
-
-def save_cursor(path: Path, cursor: Cursor, *, durable: bool = True) -> None:
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        f.write(msgspec.json.encode(cursor))
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    tmp.replace(path)
-
-
 # ---------------------------------------------------------------- source
 
 
 class KmsgSource:
-    """Yields batches of raw records from a char device, FIFO or growing file."""
+    """Kernel records from a char device, FIFO or growing file (a ``klog.LogSource``)."""
 
-    def __init__(self, path: Path, *, poll_interval: float = 0.1) -> None:
+    name = "kmsg"
+
+    def __init__(self, path: Path, identity: NodeIdentity, *, poll_interval: float = 0.1) -> None:
         self.path = path
+        self.identity = identity
         self.poll_interval = poll_interval
+        self.skip_through = -1
+        self.gaps = 0  # sequence numbers never seen: records the kernel overwrote first
+        self._last_seq: int | None = None
         self.fd = -1
         self.mode = ""
         self.lost = 0  # records the kernel overwrote before we read them (EPIPE)
@@ -147,7 +87,36 @@ class KmsgSource:
         self._inode = 0
         self._offset = 0
 
-    def open(self) -> None:
+    def open(self, resume: Cursor | None = None) -> tuple[str, Position | None]:
+        self._open()
+        same_boot = resume is not None and resume.boot_id == self.identity.boot_id
+        if same_boot and resume is not None and isinstance(resume.position, int):
+            self.skip_through = resume.position
+            return self.description(), resume.position
+        return self.description(), None  # a new boot (or none yet): from the boot's first record
+
+    def description(self) -> str:
+        return f"reading {self.path} ({self.mode})"
+
+    async def read(self, stop: asyncio.Event, timeout: float) -> list[LogRecord | Unusable]:
+        out: list[LogRecord | Unusable] = []
+        boot_ns = self.identity.boot_time_ns
+        for raw in await self.read_batch(stop, timeout=timeout):
+            rec = parse_record(raw)
+            if isinstance(rec, Unusable):
+                out.append(rec)
+                continue
+            if rec.seq <= self.skip_through:
+                continue
+            if self._last_seq is not None and rec.seq > self._last_seq + 1:
+                self.gaps += rec.seq - self._last_seq - 1
+            self._last_seq = rec.seq
+            t = boot_ns + rec.usec * 1000 if boot_ns else now_ns()
+            out.append(LogRecord(position=rec.seq, boot_id=self.identity.boot_id, time_ns=t, priority=rec.priority,
+                                 message=rec.message, seq=rec.seq, monotonic_us=rec.usec))  # fmt: skip
+        return out
+
+    def _open(self) -> None:
         try:
             st = os.stat(self.path)
             if stat.S_ISCHR(st.st_mode):
@@ -259,193 +228,6 @@ class KmsgSource:
             waiter.cancel()
         finally:
             loop.remove_reader(self.fd)
-
-
-# ---------------------------------------------------------------- producer
-
-Publish = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
-
-
-class KmsgProducer:
-    """Kernel records → KernelEvents on ``gpuhealth.v1.event.<node>.kmsg``."""
-
-    def __init__(
-        self, path: Path, identity: NodeIdentity, state_dir: Path, publish: Publish, *, storm_window_s: float = 1.0
-    ) -> None:
-        self.path = path
-        self.identity = identity
-        self.cursor_path = state_dir / "kmsg.cursor"
-        self.publish = publish
-        self.source = KmsgSource(path)
-        self.subject = subjects.event_subject(identity.node, SOURCE)
-        self.records_read = 0
-        self.events_published = 0
-        self.malformed = 0
-        self.gaps = 0
-        self.lines_published = 0  # fault lines accounted for in published events (storm counts included)
-        self.storms: StormCollapser[tuple[Record, kernel.KernelLine]] = StormCollapser(storm_window_s)
-        self._last_seq: int | None = None
-        self._saved_seq = -1
-        self._skip_through = -1
-        self._replay: list[tuple[str, str, bytes]] = []
-
-    def open(self) -> SourceStatus:
-        try:
-            self.source.open()
-        except SourceError as e:
-            log.warning("kernel log unavailable: %s", e)
-            return self._status(False, str(e))
-        cursor = load_cursor(self.cursor_path)
-        if cursor is not None:
-            self._replay = cursor.unacked  # facts from any boot: publish them before anything new
-            if cursor.boot_id == self.identity.boot_id:
-                self._skip_through = self._saved_seq = cursor.seq  # resume after the last acknowledged record
-        return self._status(True, f"reading {self.path} ({self.source.mode})")
-
-    def _status(self, available: bool, reason: str) -> SourceStatus:
-        t = now_ns()
-        return SourceStatus(
-            id=new_id(t),
-            time=t,
-            source=SOURCE,
-            component="kernel-log",
-            available=available,
-            reason=reason,
-            cluster=self.identity.cluster,
-            node=self.identity.node,
-            machine_id=self.identity.machine_id,
-            boot_id=self.identity.boot_id,
-        )
-
-    async def run(self, stop: asyncio.Event) -> None:
-        if self._replay:
-            if not await self._publish_until_acked(self._replay, stop):
-                return
-            self._replay = []
-            self._commit(self._saved_seq)
-        while not stop.is_set():
-            raws = await self.source.read_batch(stop, timeout=self.storms.window_s / 2)
-            items = self._events_of(raws)
-            items += [self._event(rec, found, n) for (rec, found), n in self.storms.expired(time.monotonic())]
-            if not await self._publish_batch(items, stop):
-                return  # stopping before the acknowledgement: the write-ahead record replays it
-        # A clean stop publishes the storms' counts so the cursor can pass them (bounded:
-        # if the bus is gone, the held records are simply read again next time).
-        items = [self._event(rec, found, n) for (rec, found), n in self.storms.flush()]
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._publish_batch(items, asyncio.Event()), 5.0)
-
-    def _safe_seq(self) -> int:
-        """Through the last record read, but never past one whose count is not published."""
-        if self._last_seq is None:
-            return self._saved_seq
-        hold = self.storms.hold_from()
-        return max(self._saved_seq, self._last_seq if hold is None else min(self._last_seq, hold - 1))
-
-    async def _publish_batch(self, items: list[tuple[str, str, bytes]], stop: asyncio.Event) -> bool:
-        seq = self._safe_seq()
-        if items:
-            save_cursor(self.cursor_path, Cursor(self.identity.boot_id, seq, items))
-            if not await self._publish_until_acked(items, stop):
-                return False
-        if items or seq > self._saved_seq:
-            self._commit(seq)
-        return True
-
-    def _commit(self, seq: int) -> None:
-        # Not fsynced: losing it only means re-reading records whose events are acknowledged.
-        save_cursor(self.cursor_path, Cursor(self.identity.boot_id, seq), durable=False)
-        self._saved_seq = seq
-
-    def _events_of(self, raws: list[bytes]) -> list[tuple[str, str, bytes]]:
-        items: list[tuple[str, str, bytes]] = []
-        now = time.monotonic()
-        for raw in raws:
-            rec = parse_record(raw)
-            if isinstance(rec, Malformed):
-                self.malformed += 1
-                items.append(self._dead_letter(rec))
-                continue
-            if rec.seq <= self._skip_through:
-                continue
-            self.records_read += 1
-            if self._last_seq is not None and rec.seq > self._last_seq + 1:
-                self.gaps += rec.seq - self._last_seq - 1
-            self._last_seq = rec.seq
-            found = kernel.fault_of(rec.message)
-            if found is None:
-                continue
-            key = (
-                found.kind,
-                found.xid,
-                found.sxid,
-                found.pci_bus_id,
-                found.message if found.kind == "other_fault" else "",
-            )
-            for (r, f), n in self.storms.offer(key, rec.seq, (rec, found), now):
-                items.append(self._event(r, f, n))
-        return items
-
-    def _event(self, rec: Record, found: kernel.KernelLine, count: int) -> tuple[str, str, bytes]:
-        i = self.identity
-        t = i.boot_time_ns + rec.usec * 1000 if i.boot_time_ns else now_ns()
-        event_id = derived_id(t, i.node, i.boot_id, rec.seq)
-        nvlink = None
-        if found.nvlink_subcode is not None:
-            nvlink = NvlinkDetail(subcode=found.nvlink_subcode, fatal=found.nvlink_fatal)
-        event = KernelEvent(
-            id=event_id,
-            time=t,
-            source=SOURCE,
-            component=COMPONENT_OF_KIND[found.kind or "other_fault"],
-            kind=found.kind,
-            message=found.message,
-            seq=rec.seq,
-            priority=rec.priority,
-            monotonic_us=rec.usec,
-            xid=found.xid,
-            sxid=found.sxid,
-            pci_bus_id=found.pci_bus_id,
-            pid=found.pid,
-            process=found.process,
-            nvlink=nvlink,
-            cluster=i.cluster,
-            node=i.node,
-            machine_id=i.machine_id,
-            boot_id=i.boot_id,
-            count=count,
-        )
-        self.events_published += 1
-        self.lines_published += count
-        return self.subject, event_id, encode(event)
-
-    def _dead_letter(self, bad: Malformed) -> tuple[str, str, bytes]:
-        letter = DeadLetter(
-            id=new_id(),
-            time=now_ns(),
-            stage="agent.kmsg",
-            subject=str(self.path),
-            reason=bad.reason,
-            data=bad.raw,
-        )
-        log.warning("kmsg: %s: %r", bad.reason, bad.raw[:120])
-        return subjects.dlq_subject(subjects.token(self.identity.node), "agent.kmsg"), letter.id, encode(letter)
-
-    async def _publish_until_acked(self, items: list[tuple[str, str, bytes]], stop: asyncio.Event) -> bool:
-        """True once JetStream acknowledged every item; False if stopped first."""
-        delay = 0.1
-        while items:
-            if stop.is_set():
-                return False
-            try:
-                await self.publish(items)
-                return True
-            except Exception as e:
-                log.warning("kmsg: publish of %d events not acknowledged (%s); retrying", len(items), e)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-                delay = min(delay * 2, 5.0)
-        return True
 
 
 # ---------------------------------------------------------------- writing (inject-fault)

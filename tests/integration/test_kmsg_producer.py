@@ -11,7 +11,8 @@ from nats.js import JetStreamContext
 from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import EVENT_DECODER, KernelEvent
-from producers.kmsg import KmsgProducer, load_cursor
+from producers.klog import KernelLogProducer, load_cursor
+from producers.kmsg import KmsgSource
 
 
 def write_records(path: Path, first_seq: int, n: int) -> None:
@@ -27,20 +28,22 @@ def write_records(path: Path, first_seq: int, n: int) -> None:
 
 async def run_producer(
     js: JetStreamContext, path: Path, identity: NodeIdentity, state: Path, last_seq: int, window_s: float = 1.0
-) -> KmsgProducer:
+) -> KernelLogProducer:
     """Run until the cursor says the record ``last_seq`` was read and everything before it acknowledged."""
 
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items)
 
-    producer = KmsgProducer(path, identity, state, publish, storm_window_s=window_s)
+    producer = KernelLogProducer(KmsgSource(path, identity, poll_interval=0.01), identity, state, publish,
+                                 storm_window_s=window_s)  # fmt: skip
     status = producer.open()
     assert status.available, status.reason
-    producer.source.poll_interval = 0.01
     stop = asyncio.Event()
     task = asyncio.create_task(producer.run(stop))
     async with asyncio.timeout(10):
-        while (c := load_cursor(producer.cursor_path)) is None or c.boot_id != identity.boot_id or c.seq < last_seq:
+        while (
+            (c := load_cursor(producer.cursor_path)) is None or c.boot_id != identity.boot_id or c.position != last_seq
+        ):
             await asyncio.sleep(0.02)
     stop.set()
     await task
@@ -123,7 +126,7 @@ async def test_an_unreadable_source_is_reported_not_fatal(tmp_path: Path, identi
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         raise AssertionError("nothing to publish")
 
-    producer = KmsgProducer(tmp_path / "missing", identity, tmp_path, publish)
+    producer = KernelLogProducer(KmsgSource(tmp_path / "missing", identity), identity, tmp_path, publish)
     status = producer.open()
     assert not status.available and "cannot read" in status.reason
 
@@ -148,7 +151,8 @@ async def test_a_storm_becomes_a_few_events_whose_counts_add_up(
         await bus.publish_batch(js, items)
 
     # First run: killed (cancelled) mid-storm, without its clean-stop flush.
-    first = KmsgProducer(kmsg, identity, state, publish, storm_window_s=0.05)
+    first = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish,
+                              storm_window_s=0.05)  # fmt: skip
     assert first.open().available
     task = asyncio.create_task(first.run(asyncio.Event()))
     async with asyncio.timeout(20):

@@ -7,7 +7,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producers.kmsg import Cursor, KmsgSource, Malformed, Record, append_record, load_cursor, parse_record, save_cursor
+from gpuhealth.config import NodeIdentity
+from producers.klog import Cursor, Unusable, load_cursor, save_cursor
+from producers.kmsg import KmsgSource, Record, append_record, parse_record
 
 
 def test_parse_record_with_device_continuations() -> None:
@@ -25,7 +27,7 @@ def test_facility_bits_are_dropped_from_the_priority() -> None:
 
 def test_malformed_records_say_why() -> None:
     for raw in (b"hello world", b"a,b,c;msg", b"1,2;msg", b"-1,2,3,-;m", b"6,1,1,-;" + b"x" * 20000):
-        assert isinstance(parse_record(raw), Malformed)
+        assert isinstance(parse_record(raw), Unusable)
 
 
 def test_non_utf8_is_replaced_not_fatal() -> None:
@@ -37,14 +39,16 @@ def test_non_utf8_is_replaced_not_fatal() -> None:
 @settings(max_examples=300)
 @given(st.binary(max_size=2000))
 def test_any_bytes_parse_without_raising(raw: bytes) -> None:
-    assert isinstance(parse_record(raw), Record | Malformed)
+    assert isinstance(parse_record(raw), Record | Unusable)
 
 
 def test_cursor_round_trip_and_garbage(tmp_path: Path) -> None:
     path = tmp_path / "kmsg.cursor"
     assert load_cursor(path) is None
-    save_cursor(path, Cursor("boot", 41))
-    assert load_cursor(path) == Cursor("boot", 41)
+    save_cursor(path, Cursor("boot", 41, [("subject", "id", b"payload")]))
+    assert load_cursor(path) == Cursor("boot", 41, [("subject", "id", b"payload")])
+    save_cursor(path, Cursor("boot", "s=abc;i=1"), durable=False)
+    assert load_cursor(path) == Cursor("boot", "s=abc;i=1")
     path.write_bytes(b"{not json")
     assert load_cursor(path) is None
 
@@ -68,10 +72,10 @@ async def _read_all(source: KmsgSource, want: int) -> list[bytes]:
     return got
 
 
-async def test_file_source_follows_growth_truncation_and_continuations(tmp_path: Path) -> None:
+async def test_file_source_follows_growth_truncation_and_continuations(tmp_path: Path, identity: NodeIdentity) -> None:
     path = tmp_path / "kmsg"
     path.write_bytes(b"6,1,1,-;one\n SUBSYSTEM=pci\n6,2,2,-;tw")
-    src = KmsgSource(path, poll_interval=0.01)
+    src = KmsgSource(path, identity, poll_interval=0.01)
     src.open()
     assert await _read_all(src, 1) == [b"6,1,1,-;one\n SUBSYSTEM=pci"]
     with path.open("ab") as f:
@@ -82,10 +86,10 @@ async def test_file_source_follows_growth_truncation_and_continuations(tmp_path:
     src.close()
 
 
-async def test_fifo_source_reads_without_polling(tmp_path: Path) -> None:
+async def test_fifo_source_reads_without_polling(tmp_path: Path, identity: NodeIdentity) -> None:
     path = tmp_path / "kmsg.fifo"
     os.mkfifo(path)
-    src = KmsgSource(path)
+    src = KmsgSource(path, identity)
     src.open()
     assert src.mode == "fifo"
     writer = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
@@ -96,4 +100,30 @@ async def test_fifo_source_reads_without_polling(tmp_path: Path) -> None:
     got = await _read_all(src, 1)
     rec = parse_record(got[0])
     assert isinstance(rec, Record) and rec.seq == seq and rec.message == "c"
+    src.close()
+
+
+async def test_resume_applies_only_on_the_same_boot(tmp_path: Path, identity: NodeIdentity) -> None:
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"".join(f"6,{i},{i},-;line {i}\n".encode() for i in range(1, 6)))
+    same = KmsgSource(path, identity)
+    assert same.open(Cursor(identity.boot_id, 3))[1] == 3
+    got = await same.read(asyncio.Event(), timeout=1)
+    assert [r.seq for r in got if not isinstance(r, Unusable)] == [4, 5]
+    other = KmsgSource(path, identity)
+    assert other.open(Cursor("an-earlier-boot", 3))[1] is None
+    got = await other.read(asyncio.Event(), timeout=1)
+    assert [r.seq for r in got if not isinstance(r, Unusable)] == [1, 2, 3, 4, 5]
+    assert got[0].time_ns == identity.boot_time_ns + 1000  # type: ignore[union-attr]
+    same.close()
+    other.close()
+
+
+async def test_sequence_gaps_are_counted_as_lost_records(tmp_path: Path, identity: NodeIdentity) -> None:
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"6,1,1,-;a\n6,2,2,-;b\n6,7,7,-;c\n")
+    src = KmsgSource(path, identity)
+    src.open()
+    await src.read(asyncio.Event(), timeout=1)
+    assert src.gaps == 4
     src.close()

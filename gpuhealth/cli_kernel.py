@@ -1,0 +1,213 @@
+"""gpuctl's kernel log commands: inject a fault, classify lines, scan a log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuhealth import client
+from gpuhealth.cli_options import DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
+from gpuhealth.config import read_run_info
+from gpuhealth.errors import ConfigError, NotRunningError
+
+PRIORITIES = {
+    "KERN_EMERG": 0,
+    "KERN_ALERT": 1,
+    "KERN_CRIT": 2,
+    "KERN_ERR": 3,
+    "KERN_WARNING": 4,
+    "KERN_NOTICE": 5,
+    "KERN_INFO": 6,
+    "KERN_DEBUG": 7,
+}
+
+
+def parse_priority(text: str) -> int:
+    t = text.strip().upper().replace("KERN.", "KERN_")
+    aliases = {"KERN_WARN": "KERN_WARNING", "KERN_ERROR": "KERN_ERR"}
+    t = aliases.get(t, t)
+    if t.isdigit() and 0 <= int(t) <= 7:
+        return int(t)
+    if t in PRIORITIES:
+        return PRIORITIES[t]
+    raise ConfigError(f"bad priority {text!r}: use one of {', '.join(PRIORITIES)} or 0-7")
+
+
+def xid_line(xid: int, pci: str) -> str:
+    """An NVRM Xid line as the driver prints it: the PCI address without its function."""
+    from producers.kernel import normalise_pci
+    from rules.catalog import load
+
+    norm = normalise_pci(pci)
+    if norm is None:
+        raise ConfigError(f"bad PCI address {pci!r}: use e.g. 0000:04:00.0")
+    entry = load().xid.get(xid)
+    text = entry.name if entry else "Unknown error"
+    return f"NVRM: Xid (PCI:{norm[:-2]}): {xid}, pid='<unknown>', name=<unknown>, {text}"
+
+
+def inject_fault(
+    xid: Annotated[int | None, typer.Option("--xid", help="inject this NVIDIA Xid")] = None,
+    pci: Annotated[str | None, typer.Option("--pci", help="the GPU's PCI address, e.g. 0000:04:00.0")] = None,
+    kernel_message: Annotated[str | None, typer.Option("--kernel-message", help="inject this kernel line")] = None,
+    priority: Annotated[str, typer.Option("--priority", help="KERN_ERR, kern.warn, … or 0-7")] = "KERN_ERR",
+    kmsg_path: Annotated[Path | None, typer.Option("--kmsg-path", help="the agent's kernel log source")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="send it to this node's agent over NATS")] = None,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Write a realistic fault record where the agent reads the kernel log: the whole pipeline runs."""
+    if (xid is None) == (kernel_message is None):
+        raise ConfigError("give exactly one of --xid or --kernel-message")
+    if xid is not None:
+        if pci is None:
+            raise ConfigError("--xid needs --pci (the GPU's PCI address)")
+        message = xid_line(xid, pci)
+    else:
+        message = str(kernel_message)
+    prio = parse_priority(priority)
+    if node is not None:
+        print(asyncio.run(_inject_remote(node, message, prio, data_dir_of(data_dir), nats)))
+        return
+    from producers.kmsg import append_record
+
+    path = kmsg_path
+    if path is None:
+        info = read_run_info(data_dir_of(data_dir))
+        if info is not None and not info.allow_inject:
+            raise ConfigError("the running gpuhealth does not accept injections")
+        path = Path(info.kmsg_path) if info is not None else Path("/dev/kmsg")
+    try:
+        seq = append_record(path, message, prio)
+    except PermissionError as e:
+        raise ConfigError(f"cannot write to {path}: permission denied (root is needed for /dev/kmsg)") from e
+    except FileNotFoundError as e:
+        raise ConfigError(f"cannot write to {path}: no such file") from e
+    where = f"{path} (seq {seq})" if seq >= 0 else str(path)
+    print(f"injected into {where}: {message}")
+
+
+async def _inject_remote(node: str, message: str, priority: int, data_dir: Path, nats: str | None) -> str:
+    from gpuhealth import subjects
+
+    nc = await client.open_client(client.nats_url_for(data_dir, nats))
+    try:
+        body = json.dumps({"message": message, "priority": priority}).encode()
+        try:
+            reply = await nc.request(subjects.cmd_subject(node, "inject"), body, timeout=5)
+        except Exception as e:
+            raise NotRunningError(f"no agent for node {node!r} answers: {e}") from e
+    finally:
+        await nc.close()
+    answer = json.loads(reply.data)
+    if "error" in answer:
+        raise ConfigError(f"node {node}: {answer['error']}")
+    return f"injected on node {node}: {message}"
+
+
+def parse(json_out: JsonOpt = True) -> None:
+    """Classify kernel lines from stdin: one JSON object per input line, in order."""
+    from producers.kernel import classify
+
+    out = sys.stdout
+    for raw in sys.stdin.buffer:
+        r = classify(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        out.write(
+            json.dumps(
+                {
+                    "kind": r.kind,
+                    "xid": r.xid,
+                    "sxid": r.sxid,
+                    "pci_bus_id": r.pci_bus_id,
+                    "pid": r.pid,
+                    "process_name": r.process,
+                }
+            )
+            + "\n"
+        )
+
+
+def _kernel_lines(dmesg: str | None) -> list[str]:
+    """The file, stdin ('-'), or this boot's /dev/kmsg buffer read once without blocking."""
+    if dmesg == "-":
+        return [raw.decode("utf-8", "replace") for raw in sys.stdin.buffer.read().splitlines()]
+    if dmesg is not None:
+        try:
+            return Path(dmesg).read_bytes().decode("utf-8", "replace").splitlines()
+        except OSError as e:
+            raise ConfigError(f"cannot read {dmesg}: {e.strerror}") from e
+    import os
+
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise ConfigError(f"cannot read /dev/kmsg ({e.strerror}): run as root or pass --dmesg FILE") from e
+    out = []
+    try:
+        while True:
+            try:
+                out.append(os.read(fd, 8192).decode("utf-8", "replace").split("\n", 1)[0])
+            except BlockingIOError:
+                return out
+            except BrokenPipeError:
+                continue  # overwritten while we read: go on with the next record
+    finally:
+        os.close(fd)
+
+
+def scan(
+    dmesg: Annotated[str | None, typer.Option("--dmesg", help="a kernel log file, or - for stdin")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find faults in the kernel log once, with the catalog's severity and action.
+
+    Exit 0 nothing to act on, 1 worst is Degraded, 2 worst is Unhealthy (like status)."""
+    from gpuhealth.events import KernelEvent
+    from producers.kernel import classify
+    from producers.klog import COMPONENT_OF_KIND
+    from rules import catalog, engine
+
+    cat = catalog.load()
+    findings: dict[tuple[object, ...], dict[str, object]] = {}
+    state = None
+    for i, line in enumerate(_kernel_lines(dmesg)):
+        found = classify(line)
+        if found.kind is None:
+            continue
+        key = (found.kind, found.xid, found.sxid, found.pci_bus_id)
+        entry = cat.xid.get(found.xid or -1) if found.kind == "xid" else cat.sxid.get(found.sxid or -1)
+        row = findings.setdefault(key, {
+            "kind": found.kind, "xid": found.xid, "sxid": found.sxid, "pci_bus_id": found.pci_bus_id, "count": 0,
+            "severity": entry.severity if entry else None, "name": entry.name if entry else None,
+            "repair_actions": list(entry.ladder) if entry else [], "message": found.message,
+        })  # fmt: skip
+        row["count"] = int(str(row["count"])) + 1
+        event = KernelEvent(id=f"scan-{i}", time=i, cluster="scan", node="scan", boot_id="scan", source="scan",
+                            component=COMPONENT_OF_KIND[found.kind], kind=found.kind, message=found.message,
+                            xid=found.xid, sxid=found.sxid, pci_bus_id=found.pci_bus_id)  # fmt: skip
+        state, _ = engine.apply(state, event, cat)
+    states = [s for s in (state.states.values() if state else []) if s.health != "Healthy"]
+    worst = max((s.health for s in states), key=lambda h: ["Healthy", "Degraded", "Unhealthy"].index(h),
+                default="Healthy")  # fmt: skip
+    if json_out:
+        verdict = [{"component": s.component, "entity": s.entity, "health": s.health, "reason": s.reason,
+                    "repair_actions": list(s.actions)} for s in states]  # fmt: skip
+        print(json.dumps({"findings": list(findings.values()), "states": verdict, "worst": worst}, indent=2))
+    elif not findings:
+        print("no faults found")
+    else:
+        rows = [("KIND", "CODE", "DEVICE", "COUNT", "SEVERITY", "ACTION", "MESSAGE")]
+        for f in findings.values():
+            code = f["xid"] or f["sxid"]
+            actions = f["repair_actions"]
+            rows.append((str(f["kind"]), str(code or "-"), str(f["pci_bus_id"] or "-"), str(f["count"]),
+                         str(f["severity"] or "-"), str(actions[0]) if isinstance(actions, list) and actions else "-",
+                         str(f["message"])[:90]))  # fmt: skip
+        print_table(rows)
+        print(f"\nverdict: {worst}" + "".join(f"\n  {s.component} {s.entity}: {s.health}, {s.reason}" for s in states))
+    raise typer.Exit({"Healthy": 0, "Degraded": 1, "Unhealthy": 2}.get(worst, 3))

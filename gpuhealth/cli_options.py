@@ -1,0 +1,58 @@
+"""Options and small helpers shared by gpuctl's commands."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpuhealth.config import default_data_dir
+
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help="gpuhealth's data dir [default: $GPUHEALTH_DATA_DIR, /var/lib/gpuhealth as root, "
+        "else ~/.local/state/gpuhealth]",
+        show_default=False,
+    ),
+]
+NatsOpt = Annotated[
+    str | None,
+    typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL (default: the one the local 'gpuctl up' runs)"),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
+KmsgOpt = Annotated[Path, typer.Option("--kmsg-path", help="kernel log source: /dev/kmsg, a FIFO or a file")]
+SysfsOpt = Annotated[Path, typer.Option("--sysfs-root", help="root of sysfs (a recorded tree in tests)")]
+ProcOpt = Annotated[Path, typer.Option("--proc-root", help="root of procfs (a recorded tree in tests)")]
+JournalOpt = Annotated[bool, typer.Option("--journal", help="read the kernel log from the systemd journal")]
+JournalDirOpt = Annotated[
+    Path | None, typer.Option("--journal-dir", help="read the kernel log from this journal directory")
+]
+NodeOpt = Annotated[str | None, typer.Option("--node", envvar="GPUHEALTH_NODE", help="this node's name")]
+ClusterOpt = Annotated[str | None, typer.Option("--cluster", envvar="GPUHEALTH_CLUSTER", help="the cluster's name")]
+ClickhouseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--clickhouse",
+        envvar="GPUHEALTH_CLICKHOUSE_URL",
+        help="ClickHouse URL: chdb:///path (embedded) or http(s)://host:port (default: embedded in the data dir)",
+    ),
+]
+
+
+def data_dir_of(value: Path | None) -> Path:
+    return value if value is not None else default_data_dir()
+
+
+def iso(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def print_table(rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])

@@ -1,0 +1,259 @@
+"""The kernel log pipeline, whatever the reader: records → faults → events on NATS.
+
+A source (``producers/kmsg.py``, ``producers/journald.py``) hands over
+``LogRecord``s, each with a *position* to resume after. This module classifies
+them, collapses storms, publishes, and keeps the cursor: a write-ahead record
+of the batch being published plus the position after which to resume. The
+cursor moves only after JetStream acknowledged every event before it, and a
+restart republishes the batch that was in flight (same ids, so JetStream and
+the sink drop what already arrived): a restart neither repeats nor skips a
+line, and storm counts stay exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from gpuhealth import subjects
+from gpuhealth.config import NodeIdentity
+from gpuhealth.errors import SourceError
+from gpuhealth.events import DeadLetter, KernelEvent, NvlinkDetail, SourceStatus, derived_id, encode, new_id, now_ns
+from producers import kernel
+from producers.storm import StormCollapser
+
+log = logging.getLogger("gpuhealth.klog")
+
+Position = int | str  # a kmsg sequence number, a journal cursor
+Item = tuple[str, str, bytes]  # subject, message id, payload
+Publish = Callable[[list[Item]], Awaitable[None]]
+
+COMPONENT_OF_KIND = {
+    "xid": "accelerator-nvidia-error-xid",
+    "gpu_fallen_off_bus": "accelerator-nvidia-error-xid",
+    "sxid": "accelerator-nvidia-error-sxid",
+    "nvlink": "accelerator-nvidia-nvlink",
+    "gsp": "accelerator-nvidia-gsp",
+    "pcie_aer": "pci",
+    "pcie_link": "pci",
+    "mce_edac": "edac",
+    "oom": "memory",
+    "hung_task": "os",
+    "soft_lockup": "os",
+    "fs_readonly": "disk",
+    "infiniband": "accelerator-nvidia-infiniband",
+    "nfs": "nfs",
+    "other_fault": "kernel",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    position: Position
+    boot_id: str
+    time_ns: int
+    priority: int
+    message: str
+    seq: int = -1  # the kernel's sequence number, where the source has one
+    monotonic_us: int = 0
+
+
+class Unusable(msgspec.Struct, frozen=True):
+    """Input that is not a record: dead-lettered with the reason, never dropped."""
+
+    raw: bytes
+    reason: str
+
+
+class Cursor(msgspec.Struct):
+    """Resume after ``position`` (None: from the start); ``unacked`` is the batch in flight."""
+
+    boot_id: str
+    position: int | str | None
+    unacked: list[tuple[str, str, bytes]] = []
+
+
+def load_cursor(path: Path) -> Cursor | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Cursor)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def save_cursor(path: Path, cursor: Cursor, *, durable: bool = True) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        f.write(msgspec.json.encode(cursor))
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+    tmp.replace(path)
+
+
+class LogSource(Protocol):
+    """A kernel log reader: kmsg (device, FIFO, file) or the journal."""
+
+    name: str  # the subject's source token and the cursor file's name
+
+    def open(self, resume: Cursor | None) -> tuple[str, Position | None]:
+        """Open and position after ``resume`` where it applies (a kmsg cursor of another boot
+        does not). Returns a description and the position resumed after; raises SourceError."""
+        ...
+
+    async def read(self, stop: asyncio.Event, timeout: float) -> list[LogRecord | Unusable]:
+        """Records available now (waiting up to ``timeout`` for the first); [] when there are none."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class KernelLogProducer:
+    """Kernel log records → KernelEvents on ``gpuhealth.v1.event.<node>.<source>``."""
+
+    def __init__(
+        self,
+        source: LogSource,
+        identity: NodeIdentity,
+        state_dir: Path,
+        publish: Publish,
+        *,
+        storm_window_s: float = 1.0,
+    ) -> None:
+        self.source = source
+        self.identity = identity
+        self.cursor_path = state_dir / f"{source.name}.cursor"
+        self.publish = publish
+        self.subject = subjects.event_subject(identity.node, source.name)
+        self.storms: StormCollapser[tuple[LogRecord, kernel.KernelLine], Position | None] = StormCollapser(
+            storm_window_s
+        )
+        self.records_read = 0
+        self.events_published = 0
+        self.lines_published = 0  # fault lines accounted for in published events (storm counts included)
+        self.unusable = 0
+        self._last: Position | None = None
+        self._saved: Position | None = None
+        self._replay: list[Item] = []
+
+    def open(self) -> SourceStatus:
+        cursor = load_cursor(self.cursor_path)
+        try:
+            description, self._last = self.source.open(cursor)
+        except SourceError as e:
+            log.warning("kernel log unavailable: %s", e)
+            return self._status(False, str(e))
+        self._saved = self._last
+        if cursor is not None:
+            self._replay = cursor.unacked  # facts from any boot: published before anything new
+        return self._status(True, description)
+
+    def _status(self, available: bool, reason: str) -> SourceStatus:
+        t, i = now_ns(), self.identity
+        return SourceStatus(
+            id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
+            source=self.source.name, component="kernel-log", available=available, reason=reason,
+        )  # fmt: skip
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._replay:
+            if not await self._publish_until_acked(self._replay, stop):
+                return
+            self._replay = []
+            self._commit(self._saved)
+        while not stop.is_set():
+            records = await self.source.read(stop, timeout=self.storms.window_s / 2)
+            items = self._events_of(records)
+            items += [self._event(r, f, n) for (r, f), n in self.storms.expired(time.monotonic())]
+            if not await self._publish_batch(items, stop):
+                return  # stopped before the acknowledgement: the write-ahead record replays it
+        # A clean stop publishes the storms' counts so the cursor can pass them (bounded:
+        # if the bus is gone, the held records are simply read again next time).
+        items = [self._event(r, f, n) for (r, f), n in self.storms.flush()]
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._publish_batch(items, asyncio.Event()), 5.0)
+
+    def _events_of(self, records: list[LogRecord | Unusable]) -> list[Item]:
+        items: list[Item] = []
+        now = time.monotonic()
+        for rec in records:
+            if isinstance(rec, Unusable):
+                self.unusable += 1
+                items.append(self._dead_letter(rec))
+                continue
+            self.records_read += 1
+            before, self._last = self._last, rec.position
+            found = kernel.fault_of(rec.message)
+            if found is None:
+                continue
+            storm = (found.kind, found.xid, found.sxid, found.pci_bus_id,
+                     found.message if found.kind == "other_fault" else "")  # fmt: skip
+            items += [self._event(r, f, n) for (r, f), n in self.storms.offer(storm, (rec, found), now, before)]
+        return items
+
+    def _resume_position(self) -> Position | None:
+        """After the last record read, but never past one whose count is not published."""
+        return self.storms.hold_from() if self.storms.holding() else self._last
+
+    async def _publish_batch(self, items: list[Item], stop: asyncio.Event) -> bool:
+        position = self._resume_position()
+        if items:
+            save_cursor(self.cursor_path, Cursor(self.identity.boot_id, position, items))
+            if not await self._publish_until_acked(items, stop):
+                return False
+        if items or position != self._saved:
+            self._commit(position)
+        return True
+
+    def _commit(self, position: Position | None) -> None:
+        # Not fsynced: losing it only means re-reading records whose events are acknowledged.
+        save_cursor(self.cursor_path, Cursor(self.identity.boot_id, position), durable=False)
+        self._saved = position
+
+    def _event(self, rec: LogRecord, found: kernel.KernelLine, count: int) -> Item:
+        i = self.identity
+        event_id = derived_id(rec.time_ns, i.node, rec.boot_id, rec.position)
+        nvlink = None
+        if found.nvlink_subcode is not None:
+            nvlink = NvlinkDetail(subcode=found.nvlink_subcode, fatal=found.nvlink_fatal)
+        event = KernelEvent(
+            id=event_id, time=rec.time_ns, cluster=i.cluster, node=i.node, machine_id=i.machine_id,
+            boot_id=rec.boot_id, source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"],
+            kind=found.kind, message=found.message, seq=rec.seq, priority=rec.priority,
+            monotonic_us=rec.monotonic_us, xid=found.xid, sxid=found.sxid, pci_bus_id=found.pci_bus_id,
+            pid=found.pid, process=found.process, nvlink=nvlink, count=count,
+        )  # fmt: skip
+        self.events_published += 1
+        self.lines_published += count
+        return self.subject, event_id, encode(event)
+
+    def _dead_letter(self, bad: Unusable) -> Item:
+        stage = f"agent.{self.source.name}"
+        letter = DeadLetter(id=new_id(), time=now_ns(), stage=stage, subject=self.source.name, reason=bad.reason,
+                            data=bad.raw)  # fmt: skip
+        log.warning("%s: %s: %r", self.source.name, bad.reason, bad.raw[:120])
+        return subjects.dlq_subject(subjects.token(self.identity.node), stage), letter.id, encode(letter)
+
+    async def _publish_until_acked(self, items: list[Item], stop: asyncio.Event) -> bool:
+        """True once JetStream acknowledged every item; False if stopped first."""
+        delay = 0.1
+        while items:
+            if stop.is_set():
+                return False
+            try:
+                await self.publish(items)
+                return True
+            except Exception as e:
+                log.warning("%s: %d events not acknowledged (%s); retrying", self.source.name, len(items), e)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                delay = min(delay * 2, 5.0)
+        return True

@@ -1,0 +1,68 @@
+"""gpuctl parse / scan / inject-fault as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import GPUCTL, gpuctl
+from tests.unit.test_kernel import CORPUS
+
+
+def test_parse_prints_one_object_per_line_in_order() -> None:
+    if not CORPUS.exists():
+        pytest.skip("../shared/corpus is not beside this checkout")
+    rows = [json.loads(line) for line in CORPUS.read_text().splitlines()]
+    lines = "\n".join(r["line"] for r in rows) + "\n"
+    r = subprocess.run([GPUCTL, "parse", "--json"], input=lines, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(out) == len(rows)
+    for got, want in zip(out, rows, strict=True):
+        assert set(got) == {"kind", "xid", "sxid", "pci_bus_id", "pid", "process_name"}
+        assert got["kind"] == (None if want["category"] == "benign" else want["category"])
+        assert (got["xid"], got["sxid"], got["pci_bus_id"]) == (want["xid"], want["sxid"], want["pci_bus_id"])
+
+
+def test_parse_survives_binary_garbage() -> None:
+    r = subprocess.run([GPUCTL, "parse"], input=b"\xff\xfe\x00garbage\n\n" + b"x" * 100_000 + b"\n",
+                       capture_output=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0
+    assert [json.loads(line)["kind"] for line in r.stdout.splitlines()] == [None, None, None]
+
+
+def test_scan_reports_fatal_faults_with_catalog_actions(tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text(
+        "[  1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07\n"
+        + "[ 10.0] NVRM: Xid (PCI:0000:04:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n" * 3
+        + "[ 11.0] NVRM: Xid (PCI:0000:05:00): 13, pid=12, name=python, Graphics Exception\n"
+    )
+    r = gpuctl("scan", "--dmesg", str(log), "--json")
+    assert r.returncode == 2
+    body = json.loads(r.stdout)
+    by_code = {f["xid"]: f for f in body["findings"]}
+    assert by_code[79]["count"] == 3 and by_code[79]["severity"] == "Fatal"
+    assert by_code[79]["repair_actions"][0] == "REBOOT_SYSTEM"
+    assert body["worst"] == "Unhealthy"
+    r = gpuctl("scan", "--dmesg", str(log))
+    assert r.returncode == 2 and "verdict: Unhealthy" in r.stdout and "0000:04:00.0" in r.stdout
+
+
+def test_scan_of_a_clean_log_exits_0(tmp_path: Path) -> None:
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[ 1.0] eth0: link becomes ready\n")
+    r = gpuctl("scan", "--dmesg", str(log))
+    assert (r.returncode, r.stdout.strip()) == (0, "no faults found")
+
+
+def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
+    r = gpuctl("scan", "--dmesg", str(tmp_path / "missing"))
+    assert r.returncode == 1 and r.stderr.startswith("gpuctl: cannot read") and "Traceback" not in r.stderr
+    r = gpuctl("inject-fault", "--xid", "79", "--kmsg-path", str(tmp_path / "k"))
+    assert r.returncode == 1 and "--pci" in r.stderr and "Traceback" not in r.stderr
+    r = gpuctl("events", "--since", "yesterday", "--data-dir", str(tmp_path))
+    assert r.returncode == 1 and "bad duration" in r.stderr
