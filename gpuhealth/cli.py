@@ -28,6 +28,7 @@ from gpuhealth.cli_options import (
     JournalOpt,
     JsonOpt,
     KmsgOpt,
+    LookbackOpt,
     NatsOpt,
     NodeOpt,
     ProcOpt,
@@ -75,6 +76,7 @@ def up(
     nats_port: Annotated[int, typer.Option("--nats-port", help="embedded NATS port (-1: any free port)")] = -1,
     journal: JournalOpt = False,
     journal_dir: JournalDirOpt = None,
+    kmsg_lookback: LookbackOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -92,6 +94,7 @@ def up(
         nats_port=nats_port,
         journal=journal,
         journal_dir=journal_dir,
+        kmsg_lookback=kmsg_lookback,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -108,6 +111,7 @@ def serve_agent(
     allow_inject: Annotated[bool, typer.Option("--allow-inject", help="accept inject-fault over NATS")] = False,
     journal: JournalOpt = False,
     journal_dir: JournalDirOpt = None,
+    kmsg_lookback: LookbackOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
@@ -123,6 +127,7 @@ def serve_agent(
         cluster=cluster,
         journal=journal,
         journal_dir=journal_dir,
+        kmsg_lookback=kmsg_lookback,
     )
     argv = agent_argv(nats, opts, ready_fd=None, allow_inject=allow_inject)
     sys.stdout.flush()

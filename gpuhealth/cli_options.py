@@ -56,3 +56,9 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+
+
+LookbackOpt = Annotated[
+    float | None,
+    typer.Option("--kmsg-lookback", help="on the very first start, skip kernel records older than SECONDS"),
+]

@@ -41,6 +41,7 @@ class UpOptions:
     nats_port: int = -1
     journal: bool = False
     journal_dir: Path | None = None
+    kmsg_lookback: float | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_inject: bool) -> list[str]:
@@ -63,6 +64,8 @@ def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_injec
         argv += ["--node", o.node]
     if o.cluster:
         argv += ["--cluster", o.cluster]
+    if o.kmsg_lookback is not None:
+        argv += ["--kmsg-lookback", str(o.kmsg_lookback)]
     if o.journal:
         argv.append("--journal")
     if o.journal_dir is not None:

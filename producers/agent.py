@@ -37,6 +37,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--nats", required=True, help="NATS server URL")
     p.add_argument("--data-dir", type=Path, default=None, help="where the agent keeps its cursors")
     p.add_argument("--kmsg-path", type=Path, default=Path("/dev/kmsg"))
+    p.add_argument(
+        "--kmsg-lookback", type=float, default=None, metavar="SECONDS",
+        help="on the very first start, skip kernel records older than this (default: the whole boot)",
+    )  # fmt: skip
     p.add_argument("--journal", action="store_true", help="read the kernel log from the system journal")
     p.add_argument("--journal-dir", type=Path, default=None, help="read the kernel log from this journal directory")
     p.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
@@ -72,7 +76,7 @@ def kernel_log_source(args: argparse.Namespace, identity: NodeIdentity) -> LogSo
         if journald.available():
             return journald.JournalSource(identity, args.journal_dir)
         log.warning("systemd-python is not installed: reading %s instead of the journal", args.kmsg_path)
-    return KmsgSource(args.kmsg_path, identity)
+    return KmsgSource(args.kmsg_path, identity, lookback_s=args.kmsg_lookback)
 
 
 class InjectRequest(msgspec.Struct):

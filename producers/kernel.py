@@ -48,6 +48,7 @@ class KernelLine:
     pid: int | None = None
     process: str | None = None
     nvlink_subcode: int | None = None
+    nvlink_unit: str | None = None
     nvlink_fatal: bool | None = None
 
 
@@ -166,6 +167,7 @@ _PROC_PATTERNS = (
     re.compile(r"\(pid (?P<pid>\d+)\)"),
 )
 _NVLINK_INTRINFO = re.compile(r"\((0x[0-9a-fA-F]+)")
+_NVLINK_UNIT = re.compile(r"\):\s*1(?:4[4-9]|50),\s*([A-Z][A-Z0-9_/]+)")
 
 
 def normalise_pci(text: str) -> str | None:
@@ -251,9 +253,9 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     pci = normalise_pci(groups["pci"]) if groups.get("pci") else _first_pci(message)
     pid, process = _process(message, kind, stripped)
     xid = int(groups["xid"]) if groups.get("xid") else None
-    subcode = fatal = None
+    subcode = unit = fatal = None
     if xid is not None and 144 <= xid <= 150:
-        subcode, fatal = _nvlink_detail(message)
+        subcode, unit, fatal = _nvlink_detail(message)
     return KernelLine(
         kind=kind,
         message=message,
@@ -264,15 +266,18 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
         pid=pid,
         process=process,
         nvlink_subcode=subcode,
+        nvlink_unit=unit,
         nvlink_fatal=fatal,
     )
 
 
-def _nvlink_detail(message: str) -> tuple[int | None, bool | None]:
-    """Xid 144-150: subcode = (intrinfo >> 20) & 0x3F (NVIDIA's Xid catalog); Fatal/Nonfatal as printed."""
+def _nvlink_detail(message: str) -> tuple[int | None, str | None, bool | None]:
+    """Xid 144-150: the unit as printed (NETIR_LINK_EVT, SAW_MVB, …), subcode = (intrinfo >> 20) & 0x3F
+    (NVIDIA's Xid catalog), Fatal/Nonfatal as printed."""
     subcode = None
     if m := _NVLINK_INTRINFO.search(message):
         subcode = (int(m.group(1), 16) >> 20) & 0x3F
+    unit_m = _NVLINK_UNIT.search(message)
     lowered = message.lower()
     fatal = False if "nonfatal" in lowered or "non-fatal" in lowered else (True if "fatal" in lowered else None)
-    return subcode, fatal
+    return subcode, unit_m.group(1) if unit_m else None, fatal

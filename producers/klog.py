@@ -223,7 +223,7 @@ class KernelLogProducer:
         event_id = derived_id(rec.time_ns, i.node, rec.boot_id, rec.position)
         nvlink = None
         if found.nvlink_subcode is not None:
-            nvlink = NvlinkDetail(subcode=found.nvlink_subcode, fatal=found.nvlink_fatal)
+            nvlink = NvlinkDetail(subcode=found.nvlink_subcode, unit=found.nvlink_unit or "", fatal=found.nvlink_fatal)
         event = KernelEvent(
             id=event_id, time=rec.time_ns, cluster=i.cluster, node=i.node, machine_id=i.machine_id,
             boot_id=rec.boot_id, source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"],

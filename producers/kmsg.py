@@ -73,11 +73,15 @@ class KmsgSource:
 
     name = "kmsg"
 
-    def __init__(self, path: Path, identity: NodeIdentity, *, poll_interval: float = 0.1) -> None:
+    def __init__(
+        self, path: Path, identity: NodeIdentity, *, poll_interval: float = 0.1, lookback_s: float | None = None
+    ) -> None:
         self.path = path
         self.identity = identity
         self.poll_interval = poll_interval
+        self.lookback_s = lookback_s
         self.skip_through = -1
+        self.min_usec = -1  # on the very first start with a look-back: older records are skipped
         self.gaps = 0  # sequence numbers never seen: records the kernel overwrote first
         self._last_seq: int | None = None
         self.fd = -1
@@ -93,6 +97,9 @@ class KmsgSource:
         if same_boot and resume is not None and isinstance(resume.position, int):
             self.skip_through = resume.position
             return self.description(), resume.position
+        if resume is None and self.lookback_s is not None:
+            now_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+            self.min_usec = now_us - int(self.lookback_s * 1_000_000)
         return self.description(), None  # a new boot (or none yet): from the boot's first record
 
     def description(self) -> str:
@@ -106,7 +113,7 @@ class KmsgSource:
             if isinstance(rec, Unusable):
                 out.append(rec)
                 continue
-            if rec.seq <= self.skip_through:
+            if rec.seq <= self.skip_through or rec.usec < self.min_usec:
                 continue
             if self._last_seq is not None and rec.seq > self._last_seq + 1:
                 self.gaps += rec.seq - self._last_seq - 1

@@ -161,6 +161,7 @@ def test_pci_forms_normalise() -> None:
 def test_nvlink_xids_decode_their_subcode() -> None:
     got = classify("NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 15 (0x0215e5c6 0x0)")
     assert (got.xid, got.nvlink_subcode, got.nvlink_fatal) == (149, (0x0215E5C6 >> 20) & 0x3F, True)
+    assert got.nvlink_unit == "NETIR_LINK_EVT"
     got = classify("NVRM: Xid (PCI:0018:01:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x1)")
     assert got.nvlink_fatal is False
 

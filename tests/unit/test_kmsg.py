@@ -127,3 +127,49 @@ async def test_sequence_gaps_are_counted_as_lost_records(tmp_path: Path, identit
     await src.read(asyncio.Event(), timeout=1)
     assert src.gaps == 4
     src.close()
+
+
+async def test_first_start_look_back_skips_old_records(tmp_path: Path, identity: NodeIdentity) -> None:
+    import time
+
+    now_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+    path = tmp_path / "kmsg"
+    path.write_bytes(f"6,1,{now_us - 3_600_000_000},-;an hour ago\n6,2,{now_us - 1_000_000},-;a second ago\n".encode())
+    first = KmsgSource(path, identity, lookback_s=60)
+    first.open(None)
+    got = await first.read(asyncio.Event(), timeout=1)
+    assert [r.message for r in got if not isinstance(r, Unusable)] == ["a second ago"]
+    # With a cursor of an earlier boot, a new boot is read from its first record, look-back or not.
+    again = KmsgSource(path, identity, lookback_s=60)
+    again.open(Cursor("an-earlier-boot", 9))
+    assert len(await again.read(asyncio.Event(), timeout=1)) == 2
+    first.close()
+    again.close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(max_size=300), max_size=20))
+def test_garbage_files_never_raise_out_of_the_reader(chunks: list[bytes]) -> None:
+    import tempfile
+
+    from gpuhealth.config import NodeIdentity as Identity
+    from producers.klog import KernelLogProducer
+
+    ident = Identity("c", "n", "m", "b", 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kmsg"
+        path.write_bytes(b"\n".join(chunks) + b"\n")
+
+        async def publish(items: list[tuple[str, str, bytes]]) -> None:
+            return None
+
+        producer = KernelLogProducer(KmsgSource(path, ident), ident, Path(tmp), publish)
+        assert producer.open().available
+
+        async def drain() -> None:
+            records = await producer.source.read(asyncio.Event(), timeout=0.01)
+            producer._events_of(records)
+
+        asyncio.run(drain())
+        producer.source.close()
+        assert producer.records_read + producer.unusable <= len(chunks) + 1
