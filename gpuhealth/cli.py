@@ -31,7 +31,9 @@ from gpuhealth.cli_options import (
     LookbackOpt,
     NatsOpt,
     NodeOpt,
+    NvmlPollOpt,
     ProcOpt,
+    SimulateOpt,
     SysfsOpt,
     data_dir_of,
     iso,
@@ -77,6 +79,8 @@ def up(
     journal: JournalOpt = False,
     journal_dir: JournalDirOpt = None,
     kmsg_lookback: LookbackOpt = None,
+    simulate_gpus: SimulateOpt = None,
+    nvml_poll_interval: NvmlPollOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -95,6 +99,8 @@ def up(
         journal=journal,
         journal_dir=journal_dir,
         kmsg_lookback=kmsg_lookback,
+        simulate_gpus=simulate_gpus,
+        nvml_poll_interval=nvml_poll_interval,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -112,6 +118,8 @@ def serve_agent(
     journal: JournalOpt = False,
     journal_dir: JournalDirOpt = None,
     kmsg_lookback: LookbackOpt = None,
+    simulate_gpus: SimulateOpt = None,
+    nvml_poll_interval: NvmlPollOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
@@ -128,6 +136,8 @@ def serve_agent(
         journal=journal,
         journal_dir=journal_dir,
         kmsg_lookback=kmsg_lookback,
+        simulate_gpus=simulate_gpus,
+        nvml_poll_interval=nvml_poll_interval,
     )
     argv = agent_argv(nats, opts, ready_fd=None, allow_inject=allow_inject)
     sys.stdout.flush()

@@ -58,12 +58,30 @@ def inject_fault(
     priority: Annotated[str, typer.Option("--priority", help="KERN_ERR, kern.warn, … or 0-7")] = "KERN_ERR",
     kmsg_path: Annotated[Path | None, typer.Option("--kmsg-path", help="the agent's kernel log source")] = None,
     node: Annotated[str | None, typer.Option("--node", help="send it to this node's agent over NATS")] = None,
+    nvml_xid: Annotated[int | None, typer.Option("--nvml-xid", help="simulated GPUs: an NVML Xid event")] = None,
+    nvml_ecc_dbe: Annotated[bool, typer.Option("--nvml-ecc-dbe", help="simulated GPUs: a double-bit ECC")] = False,
+    nvml_gpu_lost: Annotated[bool, typer.Option("--nvml-gpu-lost", help="simulated GPUs: the GPU is lost")] = False,
+    nvml_remap: Annotated[str | None, typer.Option("--nvml-remap", help="simulated GPUs: pending or failed")] = None,
+    nvml_slowdown: Annotated[bool, typer.Option("--nvml-slowdown", help="simulated GPUs: HW slowdown")] = False,
+    gpu: Annotated[int, typer.Option("--gpu", help="simulated GPUs: the GPU's index")] = 0,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
 ) -> None:
-    """Write a realistic fault record where the agent reads the kernel log: the whole pipeline runs."""
+    """Write a realistic fault record where the agent reads the kernel log, or make a simulated GPU fail:
+    the whole pipeline runs."""
+    nvml_actions = [a for a, on in (("xid", nvml_xid is not None), ("ecc_dbe", nvml_ecc_dbe),
+                                    ("gpu_lost", nvml_gpu_lost), (f"remap_{nvml_remap}", nvml_remap is not None),
+                                    ("slowdown", nvml_slowdown)) if on]  # fmt: skip
+    if nvml_actions:
+        if len(nvml_actions) > 1 or xid is not None or kernel_message is not None:
+            raise ConfigError("give one fault at a time")
+        if nvml_remap not in (None, "pending", "failed"):
+            raise ConfigError("--nvml-remap takes pending or failed")
+        request = {"action": nvml_actions[0], "gpu": gpu, "xid": nvml_xid or 0}
+        print(asyncio.run(_inject_nvml(node, request, data_dir_of(data_dir), nats)))
+        return
     if (xid is None) == (kernel_message is None):
-        raise ConfigError("give exactly one of --xid or --kernel-message")
+        raise ConfigError("give exactly one of --xid or --kernel-message (or an --nvml-… fault)")
     if xid is not None:
         if pci is None:
             raise ConfigError("--xid needs --pci (the GPU's PCI address)")
@@ -90,6 +108,29 @@ def inject_fault(
         raise ConfigError(f"cannot write to {path}: no such file") from e
     where = f"{path} (seq {seq})" if seq >= 0 else str(path)
     print(f"injected into {where}: {message}")
+
+
+async def _inject_nvml(node: str | None, request: dict[str, object], data_dir: Path, nats: str | None) -> str:
+    """A simulated GPU fault, sent to the agent of ``node`` (default: the local gpuctl up's node)."""
+    from gpuhealth import subjects
+
+    if node is None:
+        info = read_run_info(data_dir)
+        if info is None:
+            raise NotRunningError(f"no running gpuhealth found in {data_dir}: pass --node and --nats")
+        node = info.node
+    nc = await client.open_client(client.nats_url_for(data_dir, nats))
+    try:
+        try:
+            reply = await nc.request(subjects.cmd_subject(node, "nvml"), json.dumps(request).encode(), timeout=5)
+        except Exception as e:
+            raise NotRunningError(f"no agent for node {node!r} answers: {e}") from e
+    finally:
+        await nc.close()
+    answer = json.loads(reply.data)
+    if "error" in answer:
+        raise ConfigError(f"node {node}: {answer['error']}")
+    return f"injected on node {node}, GPU {request['gpu']}: {request['action']}"
 
 
 async def _inject_remote(node: str, message: str, priority: int, data_dir: Path, nats: str | None) -> str:

@@ -62,3 +62,7 @@ LookbackOpt = Annotated[
     float | None,
     typer.Option("--kmsg-lookback", help="on the very first start, skip kernel records older than SECONDS"),
 ]
+SimulateOpt = Annotated[
+    int | None, typer.Option("--simulate-gpus", help="simulate N GPUs (a fake NVML): try gpuhealth anywhere")
+]
+NvmlPollOpt = Annotated[float | None, typer.Option("--nvml-poll-interval", help="seconds between NVML polls [10]")]

@@ -42,6 +42,8 @@ class UpOptions:
     journal: bool = False
     journal_dir: Path | None = None
     kmsg_lookback: float | None = None
+    simulate_gpus: int | None = None
+    nvml_poll_interval: float | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_inject: bool) -> list[str]:
@@ -66,6 +68,10 @@ def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_injec
         argv += ["--cluster", o.cluster]
     if o.kmsg_lookback is not None:
         argv += ["--kmsg-lookback", str(o.kmsg_lookback)]
+    if o.simulate_gpus is not None:
+        argv += ["--simulate-gpus", str(o.simulate_gpus)]
+    if o.nvml_poll_interval is not None:
+        argv += ["--nvml-poll-interval", str(o.nvml_poll_interval)]
     if o.journal:
         argv.append("--journal")
     if o.journal_dir is not None:

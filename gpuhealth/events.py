@@ -95,7 +95,43 @@ class SetHealthy(Message, tag="set_healthy", kw_only=True):
     reason: str = ""
 
 
-Event = KernelEvent | SourceStatus | SetHealthy
+class NvmlEvent(Message, tag="nvml", kw_only=True):
+    """What the NVIDIA driver reported through NVML, for one GPU (or the library itself).
+
+    kind: xid | ecc_sbe | ecc_dbe | clock | power_source (from the event waiter);
+    gpu_lost | remap_pending | remap_failed (from the poller, on change);
+    init_failed | hung (the library itself; entity is the node)."""
+
+    kind: str
+    gpu_index: int | None = None
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+    xid: int | None = None
+    data: int = 0
+    message: str = ""
+
+
+Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent
+
+# ---------------------------------------------------------------- metrics
+
+
+class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
+    pid: int
+    name: str = ""
+    used_memory_bytes: int = 0
+
+
+class MetricBatch(Message, tag="metrics", kw_only=True):
+    """One poll of one entity (a GPU): name → value, and what could not be read."""
+
+    entity: str
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+    values: dict[str, float] = {}
+    processes: list[GpuProcess] = []
+    errors: dict[str, str] = {}
+
 
 # ---------------------------------------------------------------- inventory
 
@@ -115,6 +151,7 @@ class Inventory(Message, tag="inventory", kw_only=True):
     driver_version: str | None = None
     cuda_driver_version: str | None = None
     chassis_serial: str | None = None
+    nvidia_pci_devices: int | None = None  # display/3D controllers of vendor 0x10de on PCI
 
 
 # ---------------------------------------------------------------- health
@@ -150,6 +187,7 @@ class DeadLetter(msgspec.Struct, kw_only=True, tag="dead_letter", tag_field="typ
 
 FAMILIES: dict[str, Any] = {
     "event": Event,
+    "metric": MetricBatch,
     "inventory": Inventory,
     "health": HealthState,
     "dlq": DeadLetter,
@@ -157,6 +195,7 @@ FAMILIES: dict[str, Any] = {
 
 _encoder = msgspec.msgpack.Encoder()
 EVENT_DECODER = msgspec.msgpack.Decoder(Event)
+METRIC_DECODER = msgspec.msgpack.Decoder(MetricBatch)
 INVENTORY_DECODER = msgspec.msgpack.Decoder(Inventory)
 HEALTH_DECODER = msgspec.msgpack.Decoder(HealthState)
 DLQ_DECODER = msgspec.msgpack.Decoder(DeadLetter)

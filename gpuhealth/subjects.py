@@ -27,6 +27,10 @@ def event_subject(node: str, source: str) -> str:
     return f"{PREFIX}.event.{token(node)}.{token(source)}"
 
 
+def metric_subject(node: str, source: str) -> str:
+    return f"{PREFIX}.metric.{token(node)}.{token(source)}"
+
+
 def inventory_subject(node: str) -> str:
     return f"{PREFIX}.inventory.{token(node)}"
 
@@ -64,10 +68,11 @@ class StreamSpec:
 
 DAY = 86400.0
 EVENTS = StreamSpec("GPUHEALTH_EVENTS", [f"{PREFIX}.event.>"], 7 * DAY)
+METRICS = StreamSpec("GPUHEALTH_METRICS", [f"{PREFIX}.metric.>"], 2 * DAY, duplicate_window_s=120.0)
 INVENTORY = StreamSpec("GPUHEALTH_INVENTORY", [f"{PREFIX}.inventory.>"], 7 * DAY)
 HEALTH = StreamSpec("GPUHEALTH_HEALTH", [f"{PREFIX}.health.>"], 7 * DAY)
 DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_window_s=120.0)
-STREAMS = (EVENTS, INVENTORY, HEALTH, DLQ)
+STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, DLQ)
 
 # Current health per (node, component, entity); the rules' own per-node state;
 # the latest inventory per node.

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -26,8 +27,10 @@ from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
 from producers import journald, sysfs
+from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
+from producers.nvml import NvmlProducer
 
 log = logging.getLogger("gpuhealth.agent")
 
@@ -48,6 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--node", default=None, help="node name (default: $GPUHEALTH_NODE or the hostname)")
     p.add_argument("--cluster", default=None, help="cluster name (default: $GPUHEALTH_CLUSTER or 'default')")
     p.add_argument("--allow-inject", action="store_true", help="accept inject-fault commands over NATS")
+    p.add_argument("--simulate-gpus", type=int, default=None, metavar="N", help="a simulated node with N GPUs")
+    p.add_argument("--nvml-poll-interval", type=float, default=10.0, metavar="SECONDS")
     p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -77,6 +82,63 @@ def kernel_log_source(args: argparse.Namespace, identity: NodeIdentity) -> LogSo
             return journald.JournalSource(identity, args.journal_dir)
         log.warning("systemd-python is not installed: reading %s instead of the journal", args.kmsg_path)
     return KmsgSource(args.kmsg_path, identity, lookback_s=args.kmsg_lookback)
+
+
+def nvml_module(args: argparse.Namespace, identity: NodeIdentity) -> tuple[Any, str]:
+    """The NVML module to use, or None and why not."""
+    if args.simulate_gpus is not None:
+        return FakeNvml(args.simulate_gpus, seed=identity.node), ""
+    try:
+        import pynvml
+    except ImportError as e:
+        return None, f"nvidia-ml-py is not installed ({e})"
+    return pynvml, ""
+
+
+class NvmlInjectRequest(msgspec.Struct):
+    action: str  # xid | ecc_dbe | ecc_sbe | gpu_lost | remap_pending | remap_failed | slowdown | hang
+    gpu: int = 0
+    xid: int = 0
+    call: str = ""
+    seconds: float = 0.0
+
+
+def apply_nvml_injection(fake: FakeNvml, req: NvmlInjectRequest) -> None:
+    if not 0 <= req.gpu < len(fake.gpus):
+        raise ValueError(f"no GPU {req.gpu}: the simulated node has {len(fake.gpus)}")
+    actions: dict[str, Callable[[], None]] = {
+        "xid": lambda: fake.inject_xid(req.gpu, req.xid),
+        "ecc_dbe": lambda: fake.inject_ecc(req.gpu, double_bit=True),
+        "ecc_sbe": lambda: fake.inject_ecc(req.gpu, double_bit=False),
+        "gpu_lost": lambda: fake.lose_gpu(req.gpu),
+        "remap_pending": lambda: fake.remap_rows(req.gpu, pending=True),
+        "remap_failed": lambda: fake.remap_rows(req.gpu, failed=True),
+        "slowdown": lambda: fake.slowdown(req.gpu),
+        "hang": lambda: fake.hang(req.call, req.seconds),
+    }
+    if req.action not in actions:
+        raise ValueError(f"unknown NVML injection {req.action!r}: one of {', '.join(actions)}")
+    actions[req.action]()
+
+
+async def serve_nvml_injections(nc: NATS, identity: NodeIdentity, producer: NvmlProducer, allowed: bool) -> None:
+    """Answer ``cmd.<node>.nvml``: change the simulated GPUs (only a --simulate-gpus agent has them)."""
+
+    async def handle(msg: Msg) -> None:
+        fake = producer.nvml if isinstance(producer.nvml, FakeNvml) else None
+        if not allowed or fake is None:
+            why = "this agent simulates no GPUs" if fake is None else "injection is not allowed on this agent"
+            await msg.respond(json.dumps({"error": why}).encode())
+            return
+        try:
+            apply_nvml_injection(fake, msgspec.json.decode(msg.data, type=NvmlInjectRequest))
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
+            await msg.respond(json.dumps({"error": str(e)}).encode())
+            return
+        producer.wake.set()
+        await msg.respond(b'{"ok": true}')
+
+    await nc.subscribe(subjects.cmd_subject(identity.node, "nvml"), cb=handle)
 
 
 class InjectRequest(msgspec.Struct):
@@ -130,13 +192,20 @@ async def run(args: argparse.Namespace) -> int:
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     statuses = [kernel_log.open()]
-    inventory = inventory_of(identity, args.sysfs_root)
+    module, load_error = nvml_module(args, identity)
+    nvml = NvmlProducer(module, identity, args.sysfs_root, publish, load_error=load_error,
+                        poll_interval=args.nvml_poll_interval)  # fmt: skip
     first = [(subjects.event_subject(identity.node, s.source), s.id, encode(s)) for s in statuses]
-    first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
+    first += await nvml.open()
+    if not nvml.working:  # without NVML, what sysfs knows is the inventory
+        inventory = inventory_of(identity, args.sysfs_root)
+        first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
     await _publish_until_acked(publish, first, stop)
     await serve_injections(nc, identity, args.kmsg_path, args.allow_inject)
+    await serve_nvml_injections(nc, identity, nvml, args.allow_inject)
 
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
+    sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
     log.info("agent ready on node %s: %s", identity.node, sources)
     if args.ready_fd is not None:
         with os.fdopen(args.ready_fd, "w") as ready:
@@ -154,12 +223,14 @@ async def run(args: argparse.Namespace) -> int:
                 raise
 
         tasks.append(asyncio.create_task(supervise("kernel log", run_kernel_log, stop)))
+    tasks.append(asyncio.create_task(supervise("nvml", lambda: nvml.run(stop), stop)))
     await stop.wait()
     log.info("agent stopping: draining")
     for t in tasks:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(t, 10)
     kernel_log.source.close()
+    nvml.close()
     await bus.shutdown(nc)
     return 0
 

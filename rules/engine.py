@@ -29,6 +29,7 @@ from gpuhealth.events import (
     HealthState,
     Inventory,
     KernelEvent,
+    NvmlEvent,
     RepairAction,
     SetHealthy,
     SourceStatus,
@@ -111,6 +112,8 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
     late = bool(event.boot_id) and event.boot_id in state.past_boots
     if isinstance(event, KernelEvent):
         outputs += _kernel(state, event, catalog, late)
+    elif isinstance(event, NvmlEvent):
+        outputs += _nvml(state, event, catalog, late)
     elif isinstance(event, SourceStatus):
         outputs += _source_status(state, event)
     elif isinstance(event, SetHealthy):
@@ -155,81 +158,78 @@ _XID154_ACTIONS: dict[str, RepairAction] = {
 }
 
 
+XID_COMPONENT = "accelerator-nvidia-error-xid"
+REBOOT_THEN_INSPECT: tuple[RepairAction, ...] = ("REBOOT_SYSTEM", "HARDWARE_INSPECTION")
+
+# Faults that carry no catalog code: kind → (code key, ladder, reason).
+_KERNEL_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
+    "gpu_fallen_off_bus": ("fallen_off_bus", REBOOT_THEN_INSPECT, "GPU has fallen off the bus"),
+    "gsp": ("gsp", REBOOT_THEN_INSPECT, "GSP firmware error"),
+}
+# NVML facts: kind → (component, ladder, reason).
+_NVML_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
+    "ecc_dbe": ("accelerator-nvidia-ecc", REBOOT_THEN_INSPECT, "double-bit ECC error"),
+    "gpu_lost": ("accelerator-nvidia-gpu", REBOOT_THEN_INSPECT, "GPU lost"),
+    "remap_pending": ("accelerator-nvidia-remapped-rows", ("REBOOT_SYSTEM",), "row remapping pending"),
+    "remap_failed": ("accelerator-nvidia-remapped-rows", ("HARDWARE_INSPECTION",), "row remapping failed"),
+    "init_failed": ("accelerator-nvidia-nvml", REBOOT_THEN_INSPECT, "NVML failed to initialise"),
+    "hung": ("accelerator-nvidia-nvml", ("REBOOT_SYSTEM",), "NVML call hung"),
+    "gpu_count": ("accelerator-nvidia-gpu-counts", ("HARDWARE_INSPECTION",), "fewer GPUs than on PCI"),
+}
+
+
+def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, catalog: Catalog, *, late: bool,
+         count: int = 1) -> list[HealthState]:  # fmt: skip
+    """An Xid from the kernel log or from NVML's event: one state per GPU either way."""
+    entry = catalog.xid.get(code)
+    if entry is None:
+        ladder: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
+        reason = f"unrecognised Xid {code}"
+    else:
+        ladder, reason = entry.ladder, f"Xid {code}: {entry.name}"
+        if code == 154 and (m := _XID154.search(message)):
+            ladder = (_XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
+            reason = f"Xid 154: GPU recovery action changed to {m.group(1)}"
+    return _fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason, entry,
+                  app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
+
+
 def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
-    entity = ev.pci_bus_id or "unknown"
+    pci = ev.pci_bus_id
     if ev.kind == "xid" and ev.xid is not None:
-        entry = catalog.xid.get(ev.xid)
-        code_key = f"xid:{ev.xid}"
-        if entry is None:
-            ladder: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
-            reason = f"unrecognised Xid {ev.xid}"
-        else:
-            ladder, reason = entry.ladder, f"Xid {ev.xid}: {entry.name}"
-            if ev.xid == 154 and (m := _XID154.search(ev.message)):
-                ladder = (_XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
-                reason = f"Xid 154: GPU recovery action changed to {m.group(1)}"
-        return _fault(
-            state, ev, ev.component, entity, code_key, ladder, reason, entry, app=ev.xid in APPLICATION_XIDS, late=late
-        )
+        return _xid(state, ev, ev.xid, pci, ev.message, catalog, late=late, count=ev.count)
     if ev.kind == "sxid" and ev.sxid is not None:
         entry = catalog.sxid.get(ev.sxid)
-        if entry is None:
-            return _fault(
-                state,
-                ev,
-                ev.component,
-                entity,
-                f"sxid:{ev.sxid}",
-                ("CHECK_USER_APP_AND_GPU",),
-                f"unrecognised SXid {ev.sxid}",
-                None,
-                app=False,
-                late=late,
-            )
-        return _fault(
-            state,
-            ev,
-            ev.component,
-            entity,
-            f"sxid:{ev.sxid}",
-            entry.ladder,
-            f"SXid {ev.sxid}: {entry.name}",
-            entry,
-            app=False,
-            late=late,
-        )
-    if ev.kind == "gpu_fallen_off_bus":
-        return _fault(
-            state,
-            ev,
-            ev.component,
-            entity,
-            "fallen_off_bus",
-            ("REBOOT_SYSTEM", "HARDWARE_INSPECTION"),
-            "GPU has fallen off the bus",
-            None,
-            app=False,
-            late=late,
-        )
-    if ev.kind == "gsp":
-        return _fault(
-            state,
-            ev,
-            ev.component,
-            entity,
-            "gsp",
-            ("REBOOT_SYSTEM", "HARDWARE_INSPECTION"),
-            f"GSP firmware error: {ev.message[:160]}",
-            None,
-            app=False,
-            late=late,
-        )
+        ladder: tuple[RepairAction, ...] = entry.ladder if entry else ("CHECK_USER_APP_AND_GPU",)
+        reason = f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}"
+        return _fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, entry,
+                      app=False, late=late, pci=pci, count=ev.count)  # fmt: skip
+    if ev.kind in _KERNEL_KINDS:
+        code_key, ladder, reason = _KERNEL_KINDS[ev.kind]
+        if ev.kind == "gsp":
+            reason = f"{reason}: {ev.message[:160]}"
+        return _fault(state, ev, ev.component, pci or "unknown", code_key, ladder, reason, None, app=False,
+                      late=late, pci=pci, count=ev.count)  # fmt: skip
     return []  # other kinds are stored as events; their component rules are windowed (rules issue)
+
+
+def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list[HealthState]:
+    if ev.kind == "xid" and ev.xid is not None:
+        return _xid(state, ev, ev.xid, ev.pci_bus_id, ev.message, catalog, late=late)
+    if ev.kind not in _NVML_KINDS:
+        return []  # SBE, clock and power-source events are counted and stored, not states
+    component, ladder, reason = _NVML_KINDS[ev.kind]
+    if ev.kind == "hung":
+        reason = f"NVML {ev.message or 'call'} hung"
+    elif ev.message:
+        reason = f"{reason}: {ev.message}"
+    return _fault(state, ev, component, ev.pci_bus_id or ev.node, ev.kind, ladder, reason, None, app=False,
+                  late=late, pci=ev.pci_bus_id)  # fmt: skip
 
 
 def _fault(
     state: NodeState,
-    ev: KernelEvent,
+    ev: Event,
     component: str,
     entity: str,
     code_key: str,
@@ -239,9 +239,11 @@ def _fault(
     *,
     app: bool,
     late: bool,
+    pci: str | None = None,
+    count: int = 1,
 ) -> list[HealthState]:
     fault = state.faults.setdefault(_key(component, entity, code_key), Fault(first=ev.time))
-    fault.count += ev.count
+    fault.count += count
     fault.last = max(fault.last, ev.time)
     if ev.boot_id and ev.boot_id not in fault.boots:
         fault.boots.append(ev.boot_id)
@@ -264,8 +266,8 @@ def _fault(
     if current is not None and _worse_or_equal(current, health, action):
         return []
     cs = current or ComponentState(component=component, entity=entity, health="Healthy", reason="", since=ev.time)
-    cs.pci_bus_id = ev.pci_bus_id
-    cs.gpu_uuid = state.gpu_uuid_by_pci.get(ev.pci_bus_id or "")
+    cs.pci_bus_id = pci
+    cs.gpu_uuid = state.gpu_uuid_by_pci.get(pci or "")
     state.states[key] = cs
     return [_set(state, ev, cs, health, reason, [action])]
 

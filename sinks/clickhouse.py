@@ -32,10 +32,13 @@ from gpuhealth.events import (
     DLQ_DECODER,
     EVENT_DECODER,
     HEALTH_DECODER,
+    METRIC_DECODER,
     DeadLetter,
     Event,
     HealthState,
     KernelEvent,
+    MetricBatch,
+    NvmlEvent,
     SetHealthy,
     SourceStatus,
 )
@@ -83,6 +86,9 @@ HEALTH_COLUMNS = [
     "pci_bus_id",
 ]
 DLQ_COLUMNS = ["id", "time", "stage", "subject", "reason", "headers", "data"]
+METRIC_COLUMNS = ["batch_id", "time", "cluster", "node", "entity", "gpu_uuid", "name", "value"]
+PROCESS_COLUMNS = ["batch_id", "time", "cluster", "node", "gpu_uuid", "pci_bus_id", "pid", "process",
+                   "used_memory_bytes"]  # fmt: skip
 
 
 def event_row(ev: Event) -> list[Any]:
@@ -94,6 +100,8 @@ def event_row(ev: Event) -> list[Any]:
         kind, message = "source_status", ev.reason
     elif isinstance(ev, SetHealthy):
         kind, message = "set_healthy", f"{ev.user}: {ev.reason}"
+    elif isinstance(ev, NvmlEvent):
+        kind, xid, pci, message = ev.kind, ev.xid, ev.pci_bus_id or "", ev.message
     return [
         ev.id,
         ev.time,
@@ -134,6 +142,16 @@ def health_row(h: HealthState) -> list[Any]:
         h.gpu_uuid or "",
         h.pci_bus_id or "",
     ]
+
+
+def metric_rows(b: MetricBatch) -> list[list[Any]]:
+    return [[b.id, b.time, b.cluster, b.node, b.entity, b.gpu_uuid or "", name, value]
+            for name, value in b.values.items()]  # fmt: skip
+
+
+def process_rows(b: MetricBatch) -> list[list[Any]]:
+    return [[b.id, b.time, b.cluster, b.node, b.gpu_uuid or "", b.pci_bus_id or "", p.pid, p.name,
+             p.used_memory_bytes] for p in b.processes]  # fmt: skip
 
 
 def dlq_row(d: DeadLetter) -> list[Any]:
@@ -215,24 +233,31 @@ class Store:
         self.client = self.reader = None
         self._thread.shutdown(wait=True)
 
-    def insert_new(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
-        """Insert the rows whose id (column 0) is not stored yet; time is column 1."""
+    def insert_new(
+        self, table: str, columns: list[str], rows: Sequence[list[Any]], *, rows_per_id: bool = False
+    ) -> int:
+        """Insert the rows whose id (column 0) is not stored yet; time is column 1.
+
+        One row per id (events, states), or many (a metric batch's rows share its id)."""
         if self.client is None:
             self.connect()
-        unique = {r[0]: r for r in rows}
-        if not unique:
+        fresh = list(rows) if rows_per_id else list({r[0]: r for r in rows}.values())
+        if not fresh:
             return 0
-        times = [r[1] for r in unique.values()]
-        stored = self.client.query(
-            f"SELECT id FROM {self.database}.{table} WHERE time BETWEEN fromUnixTimestamp64Nano({{lo:Int64}}) "
-            f"AND fromUnixTimestamp64Nano({{hi:Int64}}) AND id IN {{ids:Array(String)}}",
-            parameters={"lo": min(times), "hi": max(times), "ids": list(unique)},
-        ).result_rows
-        for (sid,) in stored:
-            unique.pop(sid, None)
-        if unique:
-            self.client.insert(f"{self.database}.{table}", list(unique.values()), column_names=columns)
-        return len(unique)
+        times = [r[1] for r in fresh]
+        stored = {
+            sid
+            for (sid,) in self.client.query(
+                f"SELECT DISTINCT {columns[0]} FROM {self.database}.{table} WHERE time BETWEEN "
+                f"fromUnixTimestamp64Nano({{lo:Int64}}) AND fromUnixTimestamp64Nano({{hi:Int64}}) "
+                f"AND {columns[0]} IN {{ids:Array(String)}}",
+                parameters={"lo": min(times), "hi": max(times), "ids": list({r[0] for r in fresh})},
+            ).result_rows
+        }
+        fresh = [r for r in fresh if r[0] not in stored]
+        if fresh:
+            self.client.insert(f"{self.database}.{table}", fresh, column_names=columns)
+        return len(fresh)
 
     def query(self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
         if self.client is None:
@@ -291,6 +316,16 @@ class SinkService:
             self.store.insert_new, "health_states", HEALTH_COLUMNS, [health_row(h) for h in states]
         )
 
+    async def handle_metrics(self, batches: list[MetricBatch]) -> None:
+        metrics = [row for b in batches for row in metric_rows(b)]
+        processes = [row for b in batches for row in process_rows(b)]
+
+        def write() -> int:
+            n = self.store.insert_new("metrics", METRIC_COLUMNS, metrics, rows_per_id=True)
+            return n + self.store.insert_new("gpu_processes", PROCESS_COLUMNS, processes, rows_per_id=True)
+
+        self.rows_written += await self.store.run(write)
+
     async def handle_dlq(self, letters: list[DeadLetter]) -> None:
         self.rows_written += await self.store.run(
             self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
@@ -334,6 +369,15 @@ class SinkService:
                 decoder=HEALTH_DECODER,
                 stage="sink",
                 handle=self.handle_health,
+            ),
+            bus.Consumer(
+                self.js,
+                stream=subjects.METRICS.name,
+                durable=f"{self.durable}-metrics",
+                filter_subject=subjects.METRICS.subjects[0],
+                decoder=METRIC_DECODER,
+                stage="sink",
+                handle=self.handle_metrics,
             ),
             bus.Consumer(
                 self.js,

@@ -1,0 +1,448 @@
+"""A fake of nvidia-ml-py (``pynvml``) for tests and demos, driven by a scenario.
+
+Every function, constant, error class and struct field the NVML producer uses
+has the name and value nvidia-ml-py gives it (a test compares them with the
+real module, importable without a GPU). ``FakeNvml(gpus=8)`` is an 8-GPU H100
+node with realistic values; ``inject_xid``, ``inject_ecc``, ``lose_gpu``,
+``remap_rows``, ``slowdown`` and ``hang`` change it the way a failing GPU would.
+``gpuctl up --simulate-gpus 8`` runs the agent on one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+# ---------------------------------------------------------------- constants (pynvml's values)
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_UNKNOWN = 999
+
+NVML_TEMPERATURE_GPU = 0
+NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0
+NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+NVML_FEATURE_DISABLED = 0
+NVML_FEATURE_ENABLED = 1
+NVML_NVLINK_MAX_LINKS = 36
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
+NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0
+NVML_GPU_FABRIC_STATE_NOT_STARTED = 1
+NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2
+NVML_GPU_FABRIC_STATE_COMPLETED = 3
+
+nvmlEventTypeNone = 0
+nvmlEventTypeSingleBitEccError = 1
+nvmlEventTypeDoubleBitEccError = 2
+nvmlEventTypeXidCriticalError = 8
+nvmlEventTypeClock = 16
+nvmlEventTypePowerSourceChange = 128
+
+nvmlClocksEventReasonGpuIdle = 1
+nvmlClocksEventReasonApplicationsClocksSetting = 2
+nvmlClocksEventReasonHwSlowdown = 8
+nvmlClocksEventReasonSwThermalSlowdown = 32
+nvmlClocksEventReasonHwThermalSlowdown = 64
+nvmlClocksEventReasonHwPowerBrakeSlowdown = 128
+
+# ---------------------------------------------------------------- errors (pynvml's classes)
+
+
+class NVMLError(Exception):
+    """Like pynvml's: NVMLError(code) builds the subclass for that code; ``value`` is the code."""
+
+    _valClassMapping: dict[int, type[NVMLError]] = {}
+    _errcode_to_string = {
+        NVML_ERROR_UNINITIALIZED: "Uninitialized",
+        NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+        NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+        NVML_ERROR_NO_PERMISSION: "Insufficient Permissions",
+        NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+        NVML_ERROR_TIMEOUT: "Timeout",
+        NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+        NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+        NVML_ERROR_UNKNOWN: "Unknown Error",
+    }
+    value: int
+
+    def __new__(cls, value: int) -> NVMLError:
+        if cls is NVMLError:
+            cls = NVMLError._valClassMapping.get(value, cls)
+        obj = Exception.__new__(cls)
+        obj.value = value
+        return obj
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+
+    def __str__(self) -> str:
+        return self._errcode_to_string.get(self.value, f"Unknown Error (code {self.value})")
+
+
+def _error_class(name: str, code: int) -> type[NVMLError]:
+    cls = type(name, (NVMLError,), {})
+    NVMLError._valClassMapping[code] = cls
+    return cls
+
+
+NVMLError_Uninitialized = _error_class("NVMLError_Uninitialized", NVML_ERROR_UNINITIALIZED)
+NVMLError_InvalidArgument = _error_class("NVMLError_InvalidArgument", NVML_ERROR_INVALID_ARGUMENT)
+NVMLError_NotSupported = _error_class("NVMLError_NotSupported", NVML_ERROR_NOT_SUPPORTED)
+NVMLError_NoPermission = _error_class("NVMLError_NoPermission", NVML_ERROR_NO_PERMISSION)
+NVMLError_DriverNotLoaded = _error_class("NVMLError_DriverNotLoaded", NVML_ERROR_DRIVER_NOT_LOADED)
+NVMLError_Timeout = _error_class("NVMLError_Timeout", NVML_ERROR_TIMEOUT)
+NVMLError_LibraryNotFound = _error_class("NVMLError_LibraryNotFound", NVML_ERROR_LIBRARY_NOT_FOUND)
+NVMLError_GpuIsLost = _error_class("NVMLError_GpuIsLost", NVML_ERROR_GPU_IS_LOST)
+NVMLError_Unknown = _error_class("NVMLError_Unknown", NVML_ERROR_UNKNOWN)
+
+ERROR_CLASSES = {c.__name__: c for c in NVMLError._valClassMapping.values()}
+
+# ---------------------------------------------------------------- structs the caller allocates
+
+
+class c_nvmlGpuFabricInfo_t:
+    _fields_ = (("clusterUuid", bytes), ("status", int), ("cliqueId", int), ("state", int))
+
+    def __init__(self) -> None:
+        self.clusterUuid, self.status, self.cliqueId, self.state = bytes(16), 0, 0, 0
+
+
+# ---------------------------------------------------------------- the scenario
+
+
+@dataclass
+class FakeGpu:
+    index: int
+    uuid: str
+    serial: str
+    pci_bus_id: str
+    name: str = "NVIDIA H100 80GB HBM3"
+    board_part_number: str = "692-2G520-0200-000"
+    vbios: str = "96.00.99.00.01"
+    temperature: int = 34
+    memory_temperature: int = 41
+    power_mw: int = 71_000
+    power_limit_mw: int = 700_000
+    util_gpu: int = 0
+    util_memory: int = 0
+    memory_total: int = 81_559_420_928
+    memory_used: int = 555_745_280
+    ecc: dict[tuple[int, int], int] = field(default_factory=dict)  # (error type, counter type) → count
+    retired: dict[int, int] = field(default_factory=dict)  # cause → pages
+    retired_pending: int = NVML_FEATURE_DISABLED
+    remapped: tuple[int, int, int, int] = (0, 0, 0, 0)  # correctable, uncorrectable, pending, failure
+    clock_reasons: int = nvmlClocksEventReasonGpuIdle
+    nvlink_links: int = 18
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # (link, counter) → count
+    pcie_replay: int = 0
+    pcie_gen: tuple[int, int] = (5, 5)  # current, max
+    pcie_width: tuple[int, int] = (16, 16)
+    persistence: int = NVML_FEATURE_ENABLED
+    fabric_state: int = NVML_GPU_FABRIC_STATE_COMPLETED
+    processes: list[tuple[int, int]] = field(default_factory=list)  # (pid, used memory bytes)
+    lost: bool = False
+
+
+def _fake_uuid(node_seed: str, index: int) -> str:
+    h = hashlib.sha256(f"{node_seed}/{index}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+H100_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+
+class FakeNvml:
+    """An object with nvidia-ml-py's surface, over a scenario of fake GPUs."""
+
+    def __init__(
+        self, gpus: int = 8, *, seed: str = "gpuhealth", init_error: int | None = None, driver: str = "550.90.07"
+    ) -> None:
+        self.gpus = [
+            FakeGpu(
+                index=i,
+                uuid=_fake_uuid(seed, i),
+                serial=f"16523{int(hashlib.sha256(f'{seed}/{i}'.encode()).hexdigest()[:8], 16) % 10**8:08d}",
+                pci_bus_id=f"00000000:{H100_BUSES[i % 8] + i // 8:02X}:00.0",
+            )
+            for i in range(gpus)
+        ]
+        self.init_error = init_error
+        self.driver = driver
+        self.initialized = False
+        self.hangs: dict[str, float] = {}  # function name → seconds it blocks
+        self._events: queue.Queue[SimpleNamespace] = queue.Queue()
+        self._lock = threading.Lock()
+        self.calls: list[str] = []  # for tests: what the producer asked
+
+    # ---- scenario controls
+
+    def inject_xid(self, index: int, xid: int) -> None:
+        self._emit(index, nvmlEventTypeXidCriticalError, xid)
+
+    def inject_ecc(self, index: int, *, double_bit: bool) -> None:
+        g = self.gpus[index]
+        etype = NVML_MEMORY_ERROR_TYPE_UNCORRECTED if double_bit else NVML_MEMORY_ERROR_TYPE_CORRECTED
+        for counter in (NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC):
+            g.ecc[(etype, counter)] = g.ecc.get((etype, counter), 0) + 1
+        self._emit(index, nvmlEventTypeDoubleBitEccError if double_bit else nvmlEventTypeSingleBitEccError, 0)
+
+    def lose_gpu(self, index: int) -> None:
+        self.gpus[index].lost = True
+
+    def remap_rows(self, index: int, *, pending: bool = False, failed: bool = False) -> None:
+        c, u, _, _ = self.gpus[index].remapped
+        self.gpus[index].remapped = (c, u + 1, int(pending), int(failed))
+
+    def slowdown(self, index: int, on: bool = True) -> None:
+        g = self.gpus[index]
+        bits = nvmlClocksEventReasonHwSlowdown | nvmlClocksEventReasonHwThermalSlowdown
+        g.clock_reasons = (g.clock_reasons | bits) if on else (g.clock_reasons & ~bits)
+
+    def hang(self, function: str, seconds: float) -> None:
+        self.hangs[function] = seconds
+
+    def _emit(self, index: int, event_type: int, data: int) -> None:
+        self._events.put(SimpleNamespace(device=self._handle(index), eventType=event_type, eventData=data,
+                                         gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF))  # fmt: skip
+
+    # ---- plumbing
+
+    def _call(self, name: str) -> None:
+        self.calls.append(name)
+        if name in self.hangs:
+            time.sleep(self.hangs[name])
+        if not self.initialized and name not in ("nvmlInit", "nvmlShutdown"):
+            raise NVMLError(NVML_ERROR_UNINITIALIZED)
+
+    def _handle(self, index: int) -> SimpleNamespace:
+        return SimpleNamespace(index=index)
+
+    def _gpu(self, name: str, handle: Any) -> FakeGpu:
+        self._call(name)
+        g: FakeGpu = self.gpus[handle.index]
+        if g.lost:
+            raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+        return g
+
+    # ---- the library
+
+    def nvmlInit(self) -> None:
+        self._call("nvmlInit")
+        if self.init_error is not None:
+            raise NVMLError(self.init_error)
+        self.initialized = True
+
+    def nvmlShutdown(self) -> None:
+        self._call("nvmlShutdown")
+        self.initialized = False
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._call("nvmlSystemGetDriverVersion")
+        return self.driver
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._call("nvmlSystemGetCudaDriverVersion")
+        return 12040
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        self._call("nvmlSystemGetProcessName")
+        return "python3"
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._call("nvmlDeviceGetCount")
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> SimpleNamespace:
+        self._call("nvmlDeviceGetHandleByIndex")
+        if not 0 <= index < len(self.gpus):
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        if self.gpus[index].lost:
+            raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+        return self._handle(index)
+
+    def nvmlDeviceGetIndex(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetIndex", handle).index
+
+    def nvmlDeviceGetUUID(self, handle: Any) -> str:
+        return self._gpu("nvmlDeviceGetUUID", handle).uuid
+
+    def nvmlDeviceGetSerial(self, handle: Any) -> str:
+        return self._gpu("nvmlDeviceGetSerial", handle).serial
+
+    def nvmlDeviceGetName(self, handle: Any) -> str:
+        return self._gpu("nvmlDeviceGetName", handle).name
+
+    def nvmlDeviceGetBoardPartNumber(self, handle: Any) -> str:
+        return self._gpu("nvmlDeviceGetBoardPartNumber", handle).board_part_number
+
+    def nvmlDeviceGetVbiosVersion(self, handle: Any) -> str:
+        return self._gpu("nvmlDeviceGetVbiosVersion", handle).vbios
+
+    def nvmlDeviceGetPciInfo(self, handle: Any) -> SimpleNamespace:
+        g = self._gpu("nvmlDeviceGetPciInfo", handle)
+        _, bus, rest = g.pci_bus_id.split(":")
+        return SimpleNamespace(busId=g.pci_bus_id.encode(), busIdLegacy=g.pci_bus_id[4:].encode(), domain=0,
+                               bus=int(bus, 16), device=int(rest.split(".")[0], 16), pciDeviceId=0x233010DE,
+                               pciSubSystemId=0x16C110DE)  # fmt: skip
+
+    def nvmlDeviceGetTemperature(self, handle: Any, sensor: int) -> int:
+        return self._gpu("nvmlDeviceGetTemperature", handle).temperature
+
+    def nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: int) -> int:
+        self._gpu("nvmlDeviceGetTemperatureThreshold", handle)
+        return {NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: 92, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: 89}.get(threshold, 87)
+
+    def nvmlDeviceGetFieldValues(self, handle: Any, field_ids: list[int]) -> list[SimpleNamespace]:
+        g = self._gpu("nvmlDeviceGetFieldValues", handle)
+        out = []
+        for fid in field_ids:
+            known = fid == NVML_FI_DEV_MEMORY_TEMP
+            out.append(SimpleNamespace(fieldId=fid, scopeId=0, timestamp=0, latencyUsec=0, valueType=1,
+                                       nvmlReturn=NVML_SUCCESS if known else NVML_ERROR_NOT_SUPPORTED,
+                                       value=SimpleNamespace(uiVal=g.memory_temperature if known else 0)))  # fmt: skip
+        return out
+
+    def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_mw
+
+    def nvmlDeviceGetUtilizationRates(self, handle: Any) -> SimpleNamespace:
+        g = self._gpu("nvmlDeviceGetUtilizationRates", handle)
+        return SimpleNamespace(gpu=g.util_gpu, memory=g.util_memory)
+
+    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> SimpleNamespace:
+        g = self._gpu("nvmlDeviceGetMemoryInfo", handle)
+        return SimpleNamespace(total=g.memory_total, used=g.memory_used, free=g.memory_total - g.memory_used)
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: Any, error_type: int, counter_type: int) -> int:
+        return self._gpu("nvmlDeviceGetTotalEccErrors", handle).ecc.get((error_type, counter_type), 0)
+
+    def nvmlDeviceGetRetiredPages(self, handle: Any, cause: int) -> list[int]:
+        g = self._gpu("nvmlDeviceGetRetiredPages", handle)
+        if g.name.startswith("NVIDIA H100"):
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)  # Hopper remaps rows instead of retiring pages
+        return [0x1000 * i for i in range(g.retired.get(cause, 0))]
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: Any) -> int:
+        g = self._gpu("nvmlDeviceGetRetiredPagesPendingStatus", handle)
+        if g.name.startswith("NVIDIA H100"):
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        return g.retired_pending
+
+    def nvmlDeviceGetRemappedRows(self, handle: Any) -> tuple[int, int, int, int]:
+        return self._gpu("nvmlDeviceGetRemappedRows", handle).remapped
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetCurrentClocksEventReasons", handle).clock_reasons
+
+    def nvmlDeviceGetNvLinkState(self, handle: Any, link: int) -> int:
+        g = self._gpu("nvmlDeviceGetNvLinkState", handle)
+        if link >= g.nvlink_links:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+        return NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, handle: Any, link: int, counter: int) -> int:
+        return self._gpu("nvmlDeviceGetNvLinkErrorCounter", handle).nvlink_errors.get((link, counter), 0)
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetPcieReplayCounter", handle).pcie_replay
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkGeneration", handle).pcie_gen[0]
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkGeneration", handle).pcie_gen[1]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetCurrPcieLinkWidth", handle).pcie_width[0]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetMaxPcieLinkWidth", handle).pcie_width[1]
+
+    def nvmlDeviceGetPersistenceMode(self, handle: Any) -> int:
+        return self._gpu("nvmlDeviceGetPersistenceMode", handle).persistence
+
+    def nvmlDeviceGetGpuFabricInfo(self, handle: Any, info: Any) -> int:
+        """Fills ``info`` (a c_nvmlGpuFabricInfo_t) as the real call does."""
+        g = self._gpu("nvmlDeviceGetGpuFabricInfo", handle)
+        info.clusterUuid, info.status, info.cliqueId, info.state = bytes(16), NVML_SUCCESS, 1, g.fabric_state
+        return NVML_SUCCESS
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Any) -> list[SimpleNamespace]:
+        g = self._gpu("nvmlDeviceGetComputeRunningProcesses", handle)
+        return [SimpleNamespace(pid=p, usedGpuMemory=m, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+                for p, m in g.processes]  # fmt: skip
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle: Any) -> int:
+        self._gpu("nvmlDeviceGetSupportedEventTypes", handle)
+        return (nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError
+                | nvmlEventTypeClock)  # fmt: skip  # no power-source events on a datacenter GPU
+
+    # ---- events
+
+    def nvmlEventSetCreate(self) -> SimpleNamespace:
+        self._call("nvmlEventSetCreate")
+        return SimpleNamespace(registered={})
+
+    def nvmlDeviceRegisterEvents(self, handle: Any, event_types: int, event_set: Any) -> None:
+        g = self._gpu("nvmlDeviceRegisterEvents", handle)
+        if event_types & ~self.nvmlDeviceGetSupportedEventTypes(handle):
+            raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+        event_set.registered[g.index] = event_set.registered.get(g.index, 0) | event_types
+
+    def nvmlEventSetWait_v2(self, event_set: Any, timeout_ms: int) -> SimpleNamespace:
+        self._call("nvmlEventSetWait_v2")
+        deadline = time.monotonic() + timeout_ms / 1000
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                ev = self._events.get(timeout=left)
+            except queue.Empty:
+                break
+            if event_set.registered.get(ev.device.index, 0) & ev.eventType:
+                return ev
+        raise NVMLError(NVML_ERROR_TIMEOUT)
+
+    def nvmlEventSetFree(self, event_set: Any) -> None:
+        self._call("nvmlEventSetFree")
+        event_set.registered.clear()
+
+
+def with_h100_load(nvml: FakeNvml) -> FakeNvml:
+    """A busy node: training processes and realistic utilisation on every GPU."""
+    for g in nvml.gpus:
+        g.util_gpu, g.util_memory, g.temperature, g.power_mw = 97, 61, 63, 612_000
+        g.memory_used = 71_000_000_000
+        g.processes = [(41_000 + g.index, 70_000_000_000)]
+    return nvml
+
+
+# The producer takes "the NVML module": a FakeNvml instance answers for the constants,
+# error classes and structs too, exactly as the pynvml module does.
+for _name, _value in list(globals().items()):
+    if _name.startswith(("NVML_", "nvmlEventType", "nvmlClocksEventReason", "NVMLError", "c_nvml")):
+        setattr(FakeNvml, _name, _value)
