@@ -158,7 +158,8 @@ def test_garbage_files_never_raise_out_of_the_reader(chunks: list[bytes]) -> Non
     ident = Identity("c", "n", "m", "b", 1)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kmsg"
-        path.write_bytes(b"\n".join(chunks) + b"\n")
+        content = b"\n".join(chunks) + b"\n"
+        path.write_bytes(content)
 
         async def publish(items: list[tuple[str, str, bytes]]) -> None:
             return None
@@ -172,4 +173,4 @@ def test_garbage_files_never_raise_out_of_the_reader(chunks: list[bytes]) -> Non
 
         asyncio.run(drain())
         producer.source.close()
-        assert producer.records_read + producer.unusable <= len(chunks) + 1
+        assert producer.records_read + producer.unusable <= content.count(b"\n")
