@@ -335,7 +335,7 @@ class FakeNvml:
         g = self._gpu("nvmlDeviceGetUtilizationRates", handle)
         return SimpleNamespace(gpu=g.util_gpu, memory=g.util_memory)
 
-    def nvmlDeviceGetMemoryInfo(self, handle: Any) -> SimpleNamespace:
+    def nvmlDeviceGetMemoryInfo(self, handle: Any, version: Any = None) -> SimpleNamespace:
         g = self._gpu("nvmlDeviceGetMemoryInfo", handle)
         return SimpleNamespace(total=g.memory_total, used=g.memory_used, free=g.memory_total - g.memory_used)
 

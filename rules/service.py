@@ -35,6 +35,9 @@ class RulesService:
         self.kv_health: KeyValue | None = None
         self.kv_inventory: KeyValue | None = None
         self.states_published = 0
+        # The event and inventory consumers both load, change and save node states: one at a
+        # time, or two loads of the same node race and the last save drops the other's change.
+        self._lock = asyncio.Lock()
 
     async def start(self) -> None:
         await bus.provision(self.js)  # retries until NATS answers; binds below then succeed
@@ -53,6 +56,10 @@ class RulesService:
         return decode_state(entry.value) if entry.value else None
 
     async def handle_events(self, events: list[Event]) -> None:
+        async with self._lock:
+            await self._handle_events(events)
+
+    async def _handle_events(self, events: list[Event]) -> None:
         assert self.kv_rules is not None and self.kv_health is not None
         touched: dict[str, NodeState] = {}
         outputs: list[HealthState] = []
@@ -72,6 +79,11 @@ class RulesService:
             await self.kv_rules.put(subjects.kv_escape(node), encode_state(state))
 
     async def handle_inventory(self, items: list[Inventory]) -> None:
+        assert self.kv_rules is not None and self.kv_inventory is not None
+        async with self._lock:
+            await self._handle_inventory(items)
+
+    async def _handle_inventory(self, items: list[Inventory]) -> None:
         assert self.kv_rules is not None and self.kv_inventory is not None
         for inv in items:
             state = apply_inventory(await self._node(inv.node), inv)

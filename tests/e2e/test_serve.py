@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuhealth.natsd import EmbeddedNats
+from producers.kmsg import append_record
 from tests.e2e.conftest import GPUCTL, gpuctl, gpuctl_json, wait_for
 
 
@@ -173,7 +174,10 @@ def test_stages_started_before_nats_wait_for_it(fleet: tuple[Nats, Path, list[su
     nats, tmp, procs = fleet
     nats.stop()
     kmsg = tmp / "kmsg"
-    kmsg.write_text("3,1,100,-;NVRM: Xid (PCI:0000:0c:00): 79, GPU has fallen off the bus.\n")
+    kmsg.touch()
+    append_record(
+        kmsg, "NVRM: Xid (PCI:0000:0c:00): 79, GPU has fallen off the bus."
+    )  # stamped now, as the kernel does
     start_stages(procs, tmp, nats.url, kmsg)
     time.sleep(3)
     assert all(p.poll() is None for p in procs), "no stage gave up while NATS was not there yet"

@@ -170,3 +170,44 @@ def test_garbage_on_an_event_subject_is_dead_lettered_and_the_pipeline_keeps_goi
     # … and the real fault behind them still went through.
     wait_for(lambda: gpuctl("status", "--data-dir", str(up_stack.data_dir)).returncode == 2, timeout=20)
     assert os.path.exists(up_stack.data_dir / "run.json")
+
+
+def test_simulated_8_gpu_node_and_an_nvml_xid_on_gpu_3(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8", "--nvml-poll-interval", "1")
+    data = str(up.data_dir)
+    try:
+        code, status = gpuctl_json("status", "--data-dir", data)
+        assert code == 0 and isinstance(status, dict)
+        gpus = status["gpus"]
+        assert [g["index"] for g in gpus] == list(range(8))
+        assert all(g["uuid"].startswith("GPU-") and g["serial"] and g["name"] and g["pci_bus_id"] for g in gpus)
+        assert len({g["uuid"] for g in gpus}) == 8
+
+        started = time.monotonic()
+        r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "3", "--data-dir", data)
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20, every=0.1)
+        assert time.monotonic() - started < 10
+        _, status = gpuctl_json("status", "--data-dir", data)
+        assert isinstance(status, dict)
+        unhealthy = [s for s in status["states"] if s["health"] != "Healthy"]
+        assert [(s["gpu_uuid"], s["pci_bus_id"], s["repair_actions"]) for s in unhealthy] == [
+            (gpus[3]["uuid"], gpus[3]["pci_bus_id"], ["REBOOT_SYSTEM"])
+        ], "GPU 3 and only GPU 3"
+
+        r = gpuctl("inject-fault", "--nvml-gpu-lost", "--gpu", "5", "--data-dir", data)
+        assert r.returncode == 0, r.stderr
+
+        def gpu5_lost() -> bool:
+            _, st = gpuctl_json("status", "--data-dir", data)
+            return isinstance(st, dict) and any(
+                s["component"] == "accelerator-nvidia-gpu" and s["gpu_uuid"] == gpus[5]["uuid"] for s in st["states"]
+            )
+
+        wait_for(gpu5_lost, timeout=20)
+        r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "9", "--data-dir", data)
+        assert r.returncode == 1 and "no GPU 9" in r.stderr
+    finally:
+        up.stop()
