@@ -14,6 +14,7 @@ import hashlib
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -195,7 +196,7 @@ class FakeNvml:
         self.hangs: dict[str, float] = {}  # function name → seconds it blocks
         self._events: queue.Queue[SimpleNamespace] = queue.Queue()
         self._lock = threading.Lock()
-        self.calls: list[str] = []  # for tests: what the producer asked
+        self.calls: deque[str] = deque(maxlen=100_000)  # for tests: what the producer asked, lately
 
     # ---- scenario controls
 

@@ -89,7 +89,7 @@ class JournalSource:
             self.reader.close()
             self.reader = None
 
-    async def read(self, stop: asyncio.Event, timeout: float) -> list[LogRecord | Unusable]:
+    async def read(self, stop: asyncio.Event, timeout: float | None) -> list[LogRecord | Unusable]:
         out = self._available()
         if out or stop.is_set():
             return out
@@ -124,7 +124,7 @@ class JournalSource:
         return LogRecord(position=str(cursor), boot_id=boot_id, time_ns=time_ns, priority=priority,
                          message=_text(message).replace("\x00", ""), monotonic_us=usec)  # fmt: skip
 
-    async def _wait(self, stop: asyncio.Event, timeout: float) -> None:
+    async def _wait(self, stop: asyncio.Event, timeout: float | None) -> None:
         """Until the journal changes (its fd is inotify underneath), stop, or timeout."""
         loop = asyncio.get_running_loop()
         fd = self.reader.fileno()

@@ -109,8 +109,8 @@ class LogSource(Protocol):
         does not). Returns a description and the position resumed after; raises SourceError."""
         ...
 
-    async def read(self, stop: asyncio.Event, timeout: float) -> list[LogRecord | Unusable]:
-        """Records available now (waiting up to ``timeout`` for the first); [] when there are none."""
+    async def read(self, stop: asyncio.Event, timeout: float | None) -> list[LogRecord | Unusable]:
+        """Records available now (waiting up to ``timeout``, None: until there are some or ``stop``)."""
         ...
 
     def close(self) -> None: ...
@@ -170,7 +170,9 @@ class KernelLogProducer:
             self._replay = []
             self._commit(self._saved)
         while not stop.is_set():
-            records = await self.source.read(stop, timeout=self.storms.window_s / 2)
+            # Storm windows need closing on time; with none open, wait for the source alone.
+            timeout = self.storms.window_s / 2 if self.storms.open_windows() else None
+            records = await self.source.read(stop, timeout=timeout)
             items = self._events_of(records)
             items += [self._event(r, f, n) for (r, f), n in self.storms.expired(time.monotonic())]
             if not await self._publish_batch(items, stop):

@@ -105,7 +105,7 @@ class KmsgSource:
     def description(self) -> str:
         return f"reading {self.path} ({self.mode})"
 
-    async def read(self, stop: asyncio.Event, timeout: float) -> list[LogRecord | Unusable]:
+    async def read(self, stop: asyncio.Event, timeout: float | None) -> list[LogRecord | Unusable]:
         out: list[LogRecord | Unusable] = []
         boot_ns = self.identity.boot_time_ns
         for raw in await self.read_batch(stop, timeout=timeout):

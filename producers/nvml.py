@@ -370,7 +370,7 @@ class NvmlProducer:
         n = self.nvml
         while not self._stop_waiter.is_set():
             try:
-                data = n.nvmlEventSetWait_v2(self._event_set, 1000)
+                data = n.nvmlEventSetWait_v2(self._event_set, 5000)  # blocks in C; wakes only to check stop
                 uuid = n.nvmlDeviceGetUUID(data.device)
             except n.NVMLError as e:
                 if e.value != n.NVML_ERROR_TIMEOUT:

@@ -70,6 +70,9 @@ class StormCollapser(Generic[R, P]):
             out += self._close(key)
         return out
 
+    def open_windows(self) -> bool:
+        return bool(self._windows)
+
     def holding(self) -> bool:
         return any(w.count for w in self._windows.values())
 

@@ -101,7 +101,7 @@ async def test_a_poll_reads_every_field_and_skips_what_is_not_supported(identity
     assert b.gpu_uuid == nvml.gpus[0].uuid and b.entity == "0000:18:00.0"
     calls = len(nvml.calls)
     await p.poll_once()
-    assert "nvmlDeviceGetRetiredPages" not in nvml.calls[calls:], "an unsupported call is not asked again"
+    assert "nvmlDeviceGetRetiredPages" not in list(nvml.calls)[calls:], "an unsupported call is not asked again"
     p.close()
 
 

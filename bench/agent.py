@@ -1,0 +1,72 @@
+"""The node agent at rest: RSS and CPU of `gpuctl serve agent` over DURATION seconds.
+
+8 simulated GPUs, every producer on (kernel log from a FIFO, as /dev/kmsg is
+read: by readiness, not polling; NVML polled every 10 s), against an embedded
+nats-server (not measured). CPU is user + system time of the agent process and
+its children, over the wall time; RSS is sampled every 5 s. Goals: ≤ 35 MB RSS,
+≤ 2 millicores. Prints its figures as one JSON object on the last line.
+
+    python bench/agent.py [DURATION_SECONDS]   (default 300)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from gpuhealth.natsd import EmbeddedNats
+
+GPUCTL = str(Path(sys.executable).parent / "gpuctl")
+
+
+def cpu_seconds(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+async def main(duration: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        nats = EmbeddedNats(root)
+        url = await nats.start()
+        fifo = root / "kmsg"
+        os.mkfifo(fifo)
+        agent = subprocess.Popen(
+            [GPUCTL, "serve", "agent", "--nats", url, "--data-dir", str(root / "agent"), "--kmsg-path", str(fifo),
+             "--node", "bench", "--simulate-gpus", "8", "--nvml-poll-interval", "10"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        proc = psutil.Process(agent.pid)
+        await asyncio.sleep(15)  # start-up (imports, the first poll) is not the steady state
+        cpu0, t0 = cpu_seconds(proc), time.monotonic()
+        rss: list[int] = []
+        while time.monotonic() - t0 < duration:
+            rss.append(proc.memory_info().rss)
+            await asyncio.sleep(5)
+        cpu, wall = cpu_seconds(proc) - cpu0, time.monotonic() - t0
+        agent.terminate()
+        agent.wait(timeout=30)
+        await nats.stop()
+    figures = {
+        "duration_s": round(wall),
+        "agent_cpu_millicores": round(cpu / wall * 1000, 2),
+        "agent_rss_mib_max": round(max(rss) / 2**20, 1),
+        "agent_rss_mib_last": round(rss[-1] / 2**20, 1),
+        "goal_rss_mib": 35 / 1.048576,  # 35 MB
+        "goal_cpu_millicores": 2,
+    }
+    for name, value in figures.items():
+        print(f"{name:24} {value}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(float(sys.argv[1]) if len(sys.argv) > 1 else 300.0))
