@@ -139,6 +139,35 @@ async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, by
                 fut.cancel()
 
 
+Item = tuple[str, str, bytes]  # subject, message id, payload
+
+
+async def publish_until_acked(
+    publish: Callable[[list[Item]], Awaitable[None]], items: list[Item], stop: asyncio.Event | None = None,
+    *, what: str = "publish",
+) -> bool:  # fmt: skip
+    """Retry (with back-off) until JetStream acknowledged every item; False if ``stop`` came first.
+
+    Retrying is safe: the ids make a repeat a no-op. A producer holds its source
+    meanwhile, so an outage costs latency, never data."""
+    delay = 0.1
+    while items:
+        if stop is not None and stop.is_set():
+            return False
+        try:
+            await publish(items)
+            return True
+        except Exception as e:
+            log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delay)
+            if stop is None:
+                await asyncio.sleep(delay)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+            delay = min(delay * 2, 5.0)
+    return True
+
+
 class Consumer(Generic[T]):
     """A durable pull consumer over one stream, for one stage."""
 

@@ -200,7 +200,7 @@ async def run(args: argparse.Namespace) -> int:
     if not nvml.working:  # without NVML, what sysfs knows is the inventory
         inventory = inventory_of(identity, args.sysfs_root)
         first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
-    await _publish_until_acked(publish, first, stop)
+    await bus.publish_until_acked(publish, first, stop, what="agent")
     await serve_injections(nc, identity, args.kmsg_path, args.allow_inject)
     await serve_nvml_injections(nc, identity, nvml, args.allow_inject)
 
@@ -233,22 +233,6 @@ async def run(args: argparse.Namespace) -> int:
     nvml.close()
     await bus.shutdown(nc)
     return 0
-
-
-async def _publish_until_acked(
-    publish: Callable[[list[tuple[str, str, bytes]]], Awaitable[None]],
-    items: list[tuple[str, str, bytes]],
-    stop: asyncio.Event,
-) -> None:
-    delay = 0.2
-    while not stop.is_set():
-        try:
-            await publish(items)
-            return
-        except Exception as e:
-            log.warning("publish not acknowledged (%s); retrying", e)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -210,6 +210,10 @@ class FakeNvml:
             g.ecc[(etype, counter)] = g.ecc.get((etype, counter), 0) + 1
         self._emit(index, nvmlEventTypeDoubleBitEccError if double_bit else nvmlEventTypeSingleBitEccError, 0)
 
+    def inject_event(self, index: int, event_type: int, data: int = 0) -> None:
+        """Any NVML event (a clock change, a power-source change) as the driver would deliver it."""
+        self._emit(index, event_type, data)
+
     def lose_gpu(self, index: int) -> None:
         self.gpus[index].lost = True
 

@@ -23,7 +23,7 @@ from typing import Any
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import SourceError
 from gpuhealth.events import now_ns
-from producers.klog import Cursor, LogRecord, Position, Unusable
+from producers.klog import Cursor, LogRecord, Position, Unusable, wait_readable
 
 MAX_BATCH = 2000
 
@@ -126,17 +126,8 @@ class JournalSource:
 
     async def _wait(self, stop: asyncio.Event, timeout: float | None) -> None:
         """Until the journal changes (its fd is inotify underneath), stop, or timeout."""
-        loop = asyncio.get_running_loop()
-        fd = self.reader.fileno()
-        changed = asyncio.Event()
-        loop.add_reader(fd, changed.set)
         try:
-            stopper = asyncio.ensure_future(stop.wait())
-            waiter = asyncio.ensure_future(changed.wait())
-            await asyncio.wait({stopper, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            waiter.cancel()
+            await wait_readable(self.reader.fileno(), stop, timeout)
         finally:
-            loop.remove_reader(fd)
             with contextlib.suppress(OSError):
                 self.reader.process()  # acknowledge the inotify events, pick up new and rotated files

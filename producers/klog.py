@@ -24,7 +24,7 @@ from typing import Protocol
 
 import msgspec
 
-from gpuhealth import subjects
+from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import SourceError
 from gpuhealth.events import DeadLetter, KernelEvent, NvlinkDetail, SourceStatus, derived_id, encode, new_id, now_ns
@@ -99,6 +99,20 @@ def save_cursor(path: Path, cursor: Cursor, *, durable: bool = True) -> None:
     tmp.replace(path)
 
 
+async def wait_readable(fd: int, stop: asyncio.Event, timeout: float | None) -> None:
+    """Until ``fd`` is readable (the event loop's epoll: no polling), ``stop``, or ``timeout``."""
+    loop = asyncio.get_running_loop()
+    ready = asyncio.Event()
+    loop.add_reader(fd, ready.set)
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(ready.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+        loop.remove_reader(fd)
+
+
 class LogSource(Protocol):
     """A kernel log reader: kmsg (device, FIFO, file) or the journal."""
 
@@ -165,7 +179,7 @@ class KernelLogProducer:
 
     async def run(self, stop: asyncio.Event) -> None:
         if self._replay:
-            if not await self._publish_until_acked(self._replay, stop):
+            if not await bus.publish_until_acked(self.publish, self._replay, stop, what=self.source.name):
                 return
             self._replay = []
             self._commit(self._saved)
@@ -209,7 +223,7 @@ class KernelLogProducer:
         position = self._resume_position()
         if items:
             save_cursor(self.cursor_path, Cursor(self.identity.boot_id, position, items))
-            if not await self._publish_until_acked(items, stop):
+            if not await bus.publish_until_acked(self.publish, items, stop, what=self.source.name):
                 return False
         if items or position != self._saved:
             self._commit(position)
@@ -243,19 +257,3 @@ class KernelLogProducer:
                             data=bad.raw)  # fmt: skip
         log.warning("%s: %s: %r", self.source.name, bad.reason, bad.raw[:120])
         return subjects.dlq_subject(subjects.token(self.identity.node), stage), letter.id, encode(letter)
-
-    async def _publish_until_acked(self, items: list[Item], stop: asyncio.Event) -> bool:
-        """True once JetStream acknowledged every item; False if stopped first."""
-        delay = 0.1
-        while items:
-            if stop.is_set():
-                return False
-            try:
-                await self.publish(items)
-                return True
-            except Exception as e:
-                log.warning("%s: %d events not acknowledged (%s); retrying", self.source.name, len(items), e)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-                delay = min(delay * 2, 5.0)
-        return True

@@ -27,7 +27,7 @@ from typing import BinaryIO
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import SourceError
 from gpuhealth.events import now_ns
-from producers.klog import Cursor, LogRecord, Position, Unusable
+from producers.klog import Cursor, LogRecord, Position, Unusable, wait_readable
 
 MAX_RECORD = 16 * 1024  # /dev/kmsg records are < 8 KiB; a longer "line" in a file is garbage
 
@@ -224,17 +224,7 @@ class KmsgSource:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
             return
-        loop = asyncio.get_running_loop()
-        ready = asyncio.Event()
-        loop.add_reader(self.fd, ready.set)
-        try:
-            stopper = asyncio.ensure_future(stop.wait())
-            waiter = asyncio.ensure_future(ready.wait())
-            await asyncio.wait({stopper, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            stopper.cancel()
-            waiter.cancel()
-        finally:
-            loop.remove_reader(self.fd)
+        await wait_readable(self.fd, stop, timeout)
 
 
 # ---------------------------------------------------------------- writing (inject-fault)

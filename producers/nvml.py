@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -25,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuhealth import subjects
+from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
     GpuInfo,
-    GpuProcess,
     Inventory,
     MetricBatch,
     NvmlEvent,
@@ -41,18 +39,13 @@ from gpuhealth.events import (
 )
 from producers import sysfs
 from producers.kernel import normalise_pci
+from producers.nvml_read import GpuLost, read_gpu
 
 log = logging.getLogger("gpuhealth.nvml")
 
 SOURCE = "nvml"
 Item = tuple[str, str, bytes]
 Publish = Callable[[list[Item]], Awaitable[None]]
-
-NVLINK_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
-
-
-class GpuLost(Exception):
-    pass
 
 
 @dataclass
@@ -206,7 +199,7 @@ class NvmlProducer:
         try:
             while not stop.is_set():
                 self.wake.clear()
-                await self._publish(await self.poll_once())
+                await bus.publish_until_acked(self.publish, await self.poll_once(), what="nvml")
                 waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.wake.wait())]
                 await asyncio.wait(waits, timeout=self.poll_interval, return_when=asyncio.FIRST_COMPLETED)
                 for w in waits:
@@ -247,121 +240,22 @@ class NvmlProducer:
         return items
 
     def _poll_gpu(self, g: Gpu) -> list[Item]:
-        n, h = self.nvml, g.handle
-        values: dict[str, float] = {}
-        errors: dict[str, str] = {}
-
-        def read(key: str, call: str, *args: Any) -> Any:
-            if call in g.unsupported:
-                return None
-            try:
-                return self._q(call, h, *args)
-            except n.NVMLError as e:
-                if e.value == n.NVML_ERROR_NOT_SUPPORTED:
-                    g.unsupported.add(call)
-                elif e.value == n.NVML_ERROR_GPU_IS_LOST:
-                    raise GpuLost from e
-                else:
-                    errors[key] = str(e)
-                return None
-
-        def put(key: str, value: Any, scale: float = 1.0) -> None:
-            if value is not None:
-                values[key] = float(value) * scale
-
-        put("temperature_gpu_c", read("temperature_gpu_c", "nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU))
-        fields = read("temperature_memory_c", "nvmlDeviceGetFieldValues", [n.NVML_FI_DEV_MEMORY_TEMP])
-        if fields and fields[0].nvmlReturn == n.NVML_SUCCESS:
-            put("temperature_memory_c", fields[0].value.uiVal)
-        for key, threshold in (("temperature_slowdown_c", n.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN),
-                               ("temperature_shutdown_c", n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)):  # fmt: skip
-            put(key, read(key, "nvmlDeviceGetTemperatureThreshold", threshold))
-        put("power_w", read("power_w", "nvmlDeviceGetPowerUsage"), 1e-3)
-        put("power_limit_w", read("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit"), 1e-3)
-        if util := read("util", "nvmlDeviceGetUtilizationRates"):
-            put("util_gpu_pct", util.gpu)
-            put("util_memory_pct", util.memory)
-        if mem := read("memory", "nvmlDeviceGetMemoryInfo"):
-            put("memory_used_bytes", mem.used)
-            put("memory_total_bytes", mem.total)
-        for etype, ename in (
-            (n.NVML_MEMORY_ERROR_TYPE_CORRECTED, "sbe"),
-            (n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "dbe"),
-        ):
-            for ctype, cname in ((n.NVML_VOLATILE_ECC, "volatile"), (n.NVML_AGGREGATE_ECC, "aggregate")):
-                key = f"ecc_{ename}_{cname}"
-                put(key, read(key, "nvmlDeviceGetTotalEccErrors", etype, ctype))
-        for cause, cname in ((n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, "sbe"),
-                             (n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR, "dbe")):  # fmt: skip
-            pages = read(f"retired_pages_{cname}", "nvmlDeviceGetRetiredPages", cause)
-            put(f"retired_pages_{cname}", None if pages is None else len(pages))
-        put("retired_pages_pending", read("retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus"))
+        r = read_gpu(self.nvml, g.handle, g.unsupported, self._q)
         items: list[Item] = []
-        if rows := read("remapped_rows", "nvmlDeviceGetRemappedRows"):
-            correctable, uncorrectable, pending, failure = rows
-            for key, value in (("correctable", correctable), ("uncorrectable", uncorrectable),
-                               ("pending", pending), ("failure", failure)):  # fmt: skip
-                put(f"remapped_rows_{key}", value)
-            if bool(pending) and not g.remap_pending:
-                items.append(self._event("remap_pending", g, message="row remapping pending: reset the GPU"))
-            if bool(failure) and not g.remap_failed:
-                items.append(self._event("remap_failed", g, message="row remapping failed"))
-            g.remap_pending, g.remap_failed = bool(pending), bool(failure)
-        reasons = read("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is not None:
-            put("clock_event_reasons", reasons)
-            for key, bit in (("hw_slowdown", n.nvmlClocksEventReasonHwSlowdown),
-                             ("hw_thermal_slowdown", n.nvmlClocksEventReasonHwThermalSlowdown),
-                             ("hw_power_brake_slowdown", n.nvmlClocksEventReasonHwPowerBrakeSlowdown),
-                             ("sw_thermal_slowdown", n.nvmlClocksEventReasonSwThermalSlowdown)):  # fmt: skip
-                put(key, 1 if reasons & bit else 0)
-        self._poll_nvlink(g, read, put)
-        put("pcie_replay_count", read("pcie_replay_count", "nvmlDeviceGetPcieReplayCounter"))
-        put("pcie_gen_current", read("pcie_gen_current", "nvmlDeviceGetCurrPcieLinkGeneration"))
-        put("pcie_gen_max", read("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration"))
-        put("pcie_width_current", read("pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth"))
-        put("pcie_width_max", read("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth"))
-        put("persistence_mode", read("persistence_mode", "nvmlDeviceGetPersistenceMode"))
-        fabric = n.c_nvmlGpuFabricInfo_t()
-        ref = ctypes.byref(fabric) if isinstance(fabric, ctypes.Structure) else fabric
-        if read("fabric", "nvmlDeviceGetGpuFabricInfo", ref) is not None:
-            put("fabric_state", fabric.state)
-            put("fabric_status", fabric.status)
-        processes = [
-            GpuProcess(pid=p.pid, name=self._try("nvmlSystemGetProcessName", p.pid) or "",
-                       used_memory_bytes=int(p.usedGpuMemory or 0))
-            for p in read("processes", "nvmlDeviceGetComputeRunningProcesses") or []
-        ]  # fmt: skip
-        t = now_ns()
+        pending, failed = r.values.get("remapped_rows_pending"), r.values.get("remapped_rows_failure")
+        if pending and not g.remap_pending:
+            items.append(self._event("remap_pending", g, message="row remapping pending: reset the GPU"))
+        if failed and not g.remap_failed:
+            items.append(self._event("remap_failed", g, message="row remapping failed"))
+        g.remap_pending, g.remap_failed = bool(pending), bool(failed)
+        t, i = now_ns(), self.identity
         batch = MetricBatch(
-            id=new_id(t), time=t, cluster=self.identity.cluster, node=self.identity.node,
-            machine_id=self.identity.machine_id, boot_id=self.identity.boot_id, source=SOURCE, component="gpu",
-            entity=g.pci_bus_id, gpu_uuid=g.uuid, pci_bus_id=g.pci_bus_id, values=values, processes=processes,
-            errors=errors,
+            id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
+            source=SOURCE, component="gpu", entity=g.pci_bus_id, gpu_uuid=g.uuid, pci_bus_id=g.pci_bus_id,
+            values=r.values, processes=r.processes, errors=r.errors,
         )  # fmt: skip
-        items.append((subjects.metric_subject(self.identity.node, SOURCE), batch.id, encode(batch)))
+        items.append((subjects.metric_subject(i.node, SOURCE), batch.id, encode(batch)))
         return items
-
-    def _poll_nvlink(self, g: Gpu, read: Callable[..., Any], put: Callable[..., None]) -> None:
-        n = self.nvml
-        active = 0
-        totals = dict.fromkeys(NVLINK_COUNTERS, 0)
-        for link in range(n.NVML_NVLINK_MAX_LINKS):
-            try:
-                state = self._q("nvmlDeviceGetNvLinkState", g.handle, link)
-            except n.NVMLError as e:
-                if e.value == n.NVML_ERROR_GPU_IS_LOST:
-                    raise GpuLost from e
-                break  # past the last link (INVALID_ARGUMENT) or no NVLink at all (NOT_SUPPORTED)
-            active += 1 if state == n.NVML_FEATURE_ENABLED else 0
-            for name, counter in NVLINK_COUNTERS.items():
-                value = read(f"nvlink_{name}", "nvmlDeviceGetNvLinkErrorCounter", link, counter)
-                if value:
-                    put(f"nvlink{link}_{name}_errors", value)
-                    totals[name] += value
-        put("nvlink_links_active", active)
-        for name, total in totals.items():
-            put(f"nvlink_{name}_errors", total)
 
     # ---------------------------------------------------------------- events
 
@@ -396,7 +290,7 @@ class NvmlProducer:
                 g = by_uuid.get(uuid)
                 xid = int(data) if kind == "xid" else None
                 items.append(self._event(kind, g, xid=xid, data=int(data)))
-            await self._publish(items)
+            await bus.publish_until_acked(self.publish, items, what="nvml")
 
     # ---------------------------------------------------------------- messages
 
@@ -423,17 +317,6 @@ class NvmlProducer:
             reason=reason,
         )  # fmt: skip
         return subjects.event_subject(i.node, SOURCE), st.id, encode(st)
-
-    async def _publish(self, items: list[Item]) -> None:
-        delay = 0.2
-        while items:
-            try:
-                await self.publish(items)
-                return
-            except Exception as e:
-                log.warning("nvml: %d messages not acknowledged (%s); retrying", len(items), e)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
 
     def close(self) -> None:
         self._stop_waiter.set()

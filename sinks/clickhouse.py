@@ -351,42 +351,23 @@ class SinkService:
     async def run(self, stop: asyncio.Event) -> None:
         await self.store.run(self.store.connect)
         await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
+        # (stream, decoder, handler): one durable consumer each, named after the stream.
+        wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [
+            (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
+            (subjects.HEALTH, HEALTH_DECODER, self.handle_health, "sink"),
+            (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink"),
+            (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered
+        ]
         consumers = [
             bus.Consumer(
                 self.js,
-                stream=subjects.EVENTS.name,
-                durable=f"{self.durable}-events",
-                filter_subject=subjects.EVENTS.subjects[0],
-                decoder=EVENT_DECODER,
-                stage="sink",
-                handle=self.handle_events,
-            ),
-            bus.Consumer(
-                self.js,
-                stream=subjects.HEALTH.name,
-                durable=f"{self.durable}-health",
-                filter_subject=subjects.HEALTH.subjects[0],
-                decoder=HEALTH_DECODER,
-                stage="sink",
-                handle=self.handle_health,
-            ),
-            bus.Consumer(
-                self.js,
-                stream=subjects.METRICS.name,
-                durable=f"{self.durable}-metrics",
-                filter_subject=subjects.METRICS.subjects[0],
-                decoder=METRIC_DECODER,
-                stage="sink",
-                handle=self.handle_metrics,
-            ),
-            bus.Consumer(
-                self.js,
-                stream=subjects.DLQ.name,
-                durable=f"{self.durable}-dlq",
-                filter_subject=subjects.DLQ.subjects[0],
-                decoder=DLQ_DECODER,
-                stage="sink-dlq",
-                handle=self.handle_dlq,
-            ),
+                stream=spec.name,
+                durable=f"{self.durable}-{spec.name.split('_')[-1].lower()}",
+                filter_subject=spec.subjects[0],
+                decoder=decoder,
+                stage=stage,
+                handle=handle,
+            )
+            for spec, decoder, handle, stage in wiring
         ]
         await asyncio.gather(*(c.run(stop) for c in consumers))

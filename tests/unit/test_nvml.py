@@ -114,13 +114,15 @@ async def test_events_from_the_waiter_thread(identity: NodeIdentity) -> None:
     nvml.inject_xid(2, 79)
     nvml.inject_ecc(1, double_bit=True)
     nvml.inject_ecc(1, double_bit=False)
+    nvml.inject_event(0, nvml.nvmlEventTypeClock, 1)
+    nvml.inject_event(0, nvml.nvmlEventTypePowerSourceChange, 1)  # not registered: the GPU does not support it
     async with asyncio.timeout(10):
-        while len([e for e in sink.events() if isinstance(e, NvmlEvent)]) < 3:
+        while len([e for e in sink.events() if isinstance(e, NvmlEvent)]) < 4:
             await asyncio.sleep(0.05)
     stop.set()
     await task
     got = {(e.kind, e.gpu_index, e.xid) for e in sink.events() if isinstance(e, NvmlEvent)}
-    assert got == {("xid", 2, 79), ("ecc_dbe", 1, None), ("ecc_sbe", 1, None)}
+    assert got == {("xid", 2, 79), ("ecc_dbe", 1, None), ("ecc_sbe", 1, None), ("clock", 0, None)}
     p.close()
 
 
