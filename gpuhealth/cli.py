@@ -56,6 +56,7 @@ app.add_typer(serve_app, name="serve")
 app.command("inject-fault")(cli_kernel.inject_fault)
 app.command("parse")(cli_kernel.parse)
 app.command("scan")(cli_kernel.scan)
+app.command("set-healthy")(cli_kernel.set_healthy)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:

@@ -244,3 +244,44 @@ def scan(
         print_table(rows)
         print(f"\nverdict: {worst}" + "".join(f"\n  {s.component} {s.entity}: {s.health}, {s.reason}" for s in states))
     raise typer.Exit({"Healthy": 0, "Degraded": 1, "Unhealthy": 2}.get(worst, 3))
+
+
+def set_healthy(
+    component: Annotated[str, typer.Option("--component", help="the component to clear, e.g. accelerator-nvidia-ecc")],
+    reason: Annotated[str, typer.Option("--reason", help="why: kept with the record, e.g. 'GPU replaced, RMA 1234'")],
+    node: Annotated[str | None, typer.Option("--node", help="the node (default: the local gpuctl up's node)")] = None,
+    entity: Annotated[str | None, typer.Option("--entity", help="one entity (a PCI id); default: all of them")] = None,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Clear a state by hand (the only way out of HARDWARE_INSPECTION); recorded as an event with who and why."""
+    import getpass
+
+    from gpuhealth import bus, subjects
+    from gpuhealth.events import SetHealthy, encode, new_id, now_ns
+
+    ddir = data_dir_of(data_dir)
+    info = read_run_info(ddir)
+    if node is None:
+        if info is None:
+            raise NotRunningError(f"no running gpuhealth found in {ddir}: pass --node and --nats")
+        node = info.node
+    if not reason.strip():
+        raise ConfigError("--reason must say why")
+    t = now_ns()
+    event = SetHealthy(
+        id=new_id(t), time=t, cluster=info.cluster if info else "", node=node, source="gpuctl", component="operator",
+        target_component=component, entity=entity, user=getpass.getuser(), reason=reason,
+    )  # fmt: skip
+
+    async def send() -> None:
+        nc = await client.open_client(client.nats_url_for(ddir, nats))
+        try:
+            await bus.publish_batch(
+                nc.jetstream(), [(subjects.event_subject(node, "operator"), event.id, encode(event))]
+            )
+        finally:
+            await nc.close()
+
+    asyncio.run(send())
+    print(f"set healthy: {node} {component} {entity or '(every entity)'} by {event.user}: {reason}")

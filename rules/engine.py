@@ -107,7 +107,8 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
         return state, []
     state.recent.append(event.id)
     del state.recent[:-RECENT_IDS]
-    state.cluster, state.machine_id = event.cluster, event.machine_id or state.machine_id
+    # An operator's event may not know the cluster or machine: keep what the node said.
+    state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
     outputs = _boot_change(state, event)
     late = bool(event.boot_id) and event.boot_id in state.past_boots
     if isinstance(event, KernelEvent):

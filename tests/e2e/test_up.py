@@ -211,3 +211,31 @@ def test_simulated_8_gpu_node_and_an_nvml_xid_on_gpu_3(tmp_path: Path) -> None:
         assert r.returncode == 1 and "no GPU 9" in r.stderr
     finally:
         up.stop()
+
+
+def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> None:
+    data = str(up_stack.data_dir)
+    assert (
+        gpuctl("inject-fault", "--xid", "81", "--pci", "0000:07:00.0", "--kmsg-path", str(up_stack.kmsg)).returncode
+        == 0
+    )
+    wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20)
+    _, status = gpuctl_json("status", "--data-dir", data)
+    assert isinstance(status, dict)
+    assert [s["repair_actions"] for s in status["states"] if s["health"] == "Unhealthy"] == [["HARDWARE_INSPECTION"]]
+    r = gpuctl("set-healthy", "--component", "accelerator-nvidia-error-xid", "--entity", "0000:07:00.0",
+               "--reason", "GPU replaced, RMA 1234", "--data-dir", data)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 0, timeout=20)
+    _, status = gpuctl_json("status", "--data-dir", data)
+    assert isinstance(status, dict)
+    (cleared,) = [s for s in status["states"] if s["component"] == "accelerator-nvidia-error-xid"]
+    assert cleared["health"] == "Healthy" and "GPU replaced, RMA 1234" in cleared["reason"]
+
+    def recorded() -> bool:
+        _, rows = gpuctl_json("events", "--data-dir", data)
+        return isinstance(rows, list) and any(r["kind"] == "set_healthy" and "RMA 1234" in r["message"] for r in rows)
+
+    wait_for(recorded, timeout=20)
+    r = gpuctl("set-healthy", "--component", "x", "--reason", " ", "--data-dir", data)
+    assert r.returncode == 1 and "--reason" in r.stderr
