@@ -12,14 +12,13 @@ import asyncio
 import json
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import cli_kernel, client
+from gpuhealth import cli_kernel, cli_read, client
 from gpuhealth.cli_options import (
     ClickhouseOpt,
     ClusterOpt,
@@ -36,10 +35,10 @@ from gpuhealth.cli_options import (
     SimulateOpt,
     SysfsOpt,
     data_dir_of,
-    iso,
     print_table,
 )
-from gpuhealth.errors import ConfigError, GpuhealthError, NotRunningError
+from gpuhealth.cli_read import state_json
+from gpuhealth.errors import GpuhealthError, NotRunningError
 from gpuhealth.events import HEALTH_ORDER, HealthState
 
 app = typer.Typer(
@@ -57,6 +56,8 @@ app.command("inject-fault")(cli_kernel.inject_fault)
 app.command("parse")(cli_kernel.parse)
 app.command("scan")(cli_kernel.scan)
 app.command("set-healthy")(cli_kernel.set_healthy)
+app.command("events")(cli_read.events)
+app.command("watch")(cli_read.watch)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:
@@ -171,28 +172,21 @@ def serve_sink(
 # ---------------------------------------------------------------- reading
 
 
-def state_json(s: HealthState) -> dict[str, Any]:
-    return {
-        "node": s.node,
-        "cluster": s.cluster,
-        "component": s.component,
-        "entity": s.entity,
-        "gpu_uuid": s.gpu_uuid,
-        "pci_bus_id": s.pci_bus_id,
-        "health": s.health,
-        "reason": s.reason,
-        "repair_actions": list(s.repair_actions),
-        "since": iso(s.since),
-        "event_ids": list(s.event_ids),
-    }
-
-
 STATUS_EXIT = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2, "Unknown": 3}
 
 
 @app.command()
-def status(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt = None) -> None:
-    """Current health per node, component and GPU. Exit 0/1/2/3 = Healthy/Degraded/Unhealthy/Unknown, 4 = no answer."""
+def status(
+    json_out: JsonOpt = False,
+    node: Annotated[str | None, typer.Option("--node", help="only this node")] = None,
+    component: Annotated[str | None, typer.Option("--component", help="only this component")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="only this GPU: its UUID, PCI id or index")] = None,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Current health per node, component and GPU. Exit 0/1/2/3 = Healthy/Degraded/Unhealthy/Unknown, 4 = no answer.
+
+    With filters, the exit code is the worst of what is shown."""
 
     async def read() -> tuple[list[HealthState], list[dict[str, Any]]]:
         nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
@@ -214,12 +208,30 @@ def status(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt
             await nc.close()
         return states, gpus
 
-    states, gpus = asyncio.run(read())
+    states, gpus = filter_status(*asyncio.run(read()), node=node, component=component, gpu=gpu)
     if json_out:
         print(json.dumps({"states": [state_json(s) for s in states], "gpus": gpus}, indent=2))
     else:
         _print_states(states, gpus)
     raise typer.Exit(STATUS_EXIT[client.worst(states)])
+
+
+def filter_status(
+    states: list[HealthState], gpus: list[dict[str, Any]], *, node: str | None, component: str | None, gpu: str | None
+) -> tuple[list[HealthState], list[dict[str, Any]]]:
+    """The states and GPUs a filter selects. A GPU is named by UUID, PCI id or index (the index needs --node
+    when several nodes report; a node's GPU states are keyed by PCI id)."""
+    if node is not None:
+        states = [s for s in states if s.node == node]
+        gpus = [g for g in gpus if g["node"] == node]
+    if component is not None:
+        states = [s for s in states if s.component == component]
+    if gpu is not None:
+        chosen = [g for g in gpus if gpu in (g["uuid"], g["pci_bus_id"], str(g["index"]))]
+        pcis = {(g["node"], g["pci_bus_id"]) for g in chosen}
+        states = [s for s in states if s.gpu_uuid == gpu or s.pci_bus_id == gpu or (s.node, s.pci_bus_id) in pcis]
+        gpus = chosen
+    return states, gpus
 
 
 def _print_states(states: list[HealthState], gpus: list[dict[str, Any]]) -> None:
@@ -235,71 +247,6 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]]) -> None
             [("NODE", "GPU", "PCI", "UUID", "NAME")]
             + [(g["node"], str(g["index"]), g["pci_bus_id"], g["uuid"] or "-", g["name"] or "-") for g in gpus]
         )
-
-
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> int:
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 1h, 7d")
-    return int(m.group(1)) * _UNIT_S[m.group(2)]
-
-
-EVENTS_SQL = """
-SELECT id, toUnixTimestamp64Nano(time) AS time_ns, cluster, node, boot_id, source, component, type, kind,
-       xid, sxid, pci_bus_id, pid, process, message, count
-FROM gpuhealth.events
-WHERE time >= now64(9) - toIntervalSecond({since_s:UInt64})
-ORDER BY time DESC, id
-LIMIT {limit:UInt32}
-"""
-
-
-@app.command()
-def events(
-    since: Annotated[str, typer.Option("--since", help="how far back: 90s, 15m, 1h, 7d")] = "1h",
-    limit: Annotated[int, typer.Option("--limit", help="at most this many events, newest first")] = 1000,
-    json_out: JsonOpt = False,
-    data_dir: DataDirOpt = None,
-    nats: NatsOpt = None,
-) -> None:
-    """Events stored in ClickHouse, newest first."""
-    params = {"since_s": parse_duration(since), "limit": limit}
-
-    async def read() -> tuple[list[str], list[list[Any]]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
-        try:
-            return await client.sql(nc, EVENTS_SQL, params)
-        finally:
-            await nc.close()
-
-    columns, rows = asyncio.run(read())
-    objs = [dict(zip(columns, r, strict=True)) for r in rows]
-    for o in objs:
-        o["time"] = iso(int(o["time_ns"]))
-    if json_out:
-        print(json.dumps(objs, indent=2, default=str))
-        return
-    if not objs:
-        print(f"no events in the last {since}")
-        return
-    print_table(
-        [("TIME", "NODE", "KIND", "CODE", "PCI", "MESSAGE")]
-        + [
-            (
-                o["time"],
-                o["node"],
-                o["kind"] or o["type"],
-                str(o["xid"] or o["sxid"] or "-"),
-                o["pci_bus_id"] or "-",
-                o["message"][:100],
-            )
-            for o in objs
-        ]
-    )
 
 
 @app.command()

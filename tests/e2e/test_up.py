@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -13,7 +16,7 @@ import msgspec
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.config import read_run_info
-from tests.e2e.conftest import Up, gpuctl, gpuctl_json, start_up, wait_for
+from tests.e2e.conftest import GPUCTL, Up, gpuctl, gpuctl_json, start_up, wait_for
 
 
 def test_injected_xid_79_makes_the_gpu_unhealthy_and_lands_in_clickhouse(up_stack: Up) -> None:
@@ -239,3 +242,47 @@ def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> No
     wait_for(recorded, timeout=20)
     r = gpuctl("set-healthy", "--component", "x", "--reason", " ", "--data-dir", data)
     assert r.returncode == 1 and "--reason" in r.stderr
+
+
+def test_status_filters_and_watch_on_a_simulated_node(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "4")
+    data = str(up.data_dir)
+    watcher = subprocess.Popen([GPUCTL, "watch", "--json", "--data-dir", data], stdout=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.0)  # subscribed before the fault
+        _, status = gpuctl_json("status", "--data-dir", data)
+        assert isinstance(status, dict)
+        gpu2 = status["gpus"][2]
+        assert gpuctl("inject-fault", "--nvml-ecc-dbe", "--gpu", "2", "--data-dir", data).returncode == 0
+        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20)
+
+        for selector in ("2", gpu2["uuid"], gpu2["pci_bus_id"]):
+            code, only = gpuctl_json("status", "--gpu", selector, "--data-dir", data)
+            assert code == 2 and isinstance(only, dict)
+            assert [(s["component"], s["gpu_uuid"]) for s in only["states"]] == [
+                ("accelerator-nvidia-ecc", gpu2["uuid"])
+            ]
+            assert [g["index"] for g in only["gpus"]] == [2]
+        assert gpuctl("status", "--gpu", "1", "--data-dir", data).returncode == 0
+        assert gpuctl("status", "--component", "kernel-log", "--data-dir", data).returncode == 0
+        code, none = gpuctl_json("status", "--node", "elsewhere", "--data-dir", data)
+        assert code == 0 and isinstance(none, dict) and none == {"states": [], "gpus": []}
+
+        line = ""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "accelerator-nvidia-ecc" not in line:
+            line = watcher.stdout.readline() if watcher.stdout else ""
+        change = json.loads(line)
+        assert (change["component"], change["health"], change["gpu_uuid"]) == (
+            "accelerator-nvidia-ecc",
+            "Unhealthy",
+            gpu2["uuid"],
+        )
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=10) == 0
+        if watcher.stdout:
+            watcher.stdout.close()
+        up.stop()

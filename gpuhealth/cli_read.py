@@ -1,0 +1,130 @@
+"""gpuctl's history and live commands: events from ClickHouse, health changes as they happen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import sys
+from typing import Annotated, Any
+
+import typer
+from nats.aio.msg import Msg
+
+from gpuhealth import client
+from gpuhealth.cli_options import DataDirOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
+from gpuhealth.errors import ConfigError
+from gpuhealth.events import HealthState
+
+
+def state_json(s: HealthState) -> dict[str, Any]:
+    return {
+        "node": s.node, "cluster": s.cluster, "component": s.component, "entity": s.entity,
+        "gpu_uuid": s.gpu_uuid, "pci_bus_id": s.pci_bus_id, "health": s.health, "reason": s.reason,
+        "repair_actions": list(s.repair_actions), "since": iso(s.since), "event_ids": list(s.event_ids),
+    }  # fmt: skip
+
+
+def watch(
+    node: Annotated[str | None, typer.Option("--node", help="only this node")] = None,
+    json_out: JsonOpt = False,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Live health changes as the rules publish them (Ctrl-C to stop)."""
+    from gpuhealth import subjects
+    from gpuhealth.events import HEALTH_DECODER
+
+    subject = subjects.health_subject(node, "*") if node else f"{subjects.PREFIX}.health.>"
+
+    async def follow() -> None:
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+
+        async def show(msg: Msg) -> None:
+            try:
+                s = HEALTH_DECODER.decode(msg.data)
+            except ValueError:  # msgspec's errors are ValueErrors: a bad message is skipped, not fatal
+                return
+            if json_out:
+                print(json.dumps(state_json(s)), flush=True)
+            else:
+                actions = ",".join(s.repair_actions) or "-"
+                print(f"{iso(s.time)}  {s.node}  {s.component}  {s.entity}  {s.health}  {actions}  {s.reason}",
+                      flush=True)  # fmt: skip
+
+        await nc.subscribe(subject, cb=show)
+        if not json_out:
+            print(f"watching {subject} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        await stop.wait()
+        await nc.close()
+
+    asyncio.run(follow())
+
+
+_DURATION = re.compile(r"^(\d+)([smhdw])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> int:
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 1h, 7d")
+    return int(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+EVENTS_SQL = """
+SELECT id, toUnixTimestamp64Nano(time) AS time_ns, cluster, node, boot_id, source, component, type, kind,
+       xid, sxid, pci_bus_id, pid, process, message, count
+FROM gpuhealth.events
+WHERE time >= now64(9) - toIntervalSecond({since_s:UInt64})
+ORDER BY time DESC, id
+LIMIT {limit:UInt32}
+"""
+
+
+def events(
+    since: Annotated[str, typer.Option("--since", help="how far back: 90s, 15m, 1h, 7d")] = "1h",
+    limit: Annotated[int, typer.Option("--limit", help="at most this many events, newest first")] = 1000,
+    json_out: JsonOpt = False,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Events stored in ClickHouse, newest first."""
+    params = {"since_s": parse_duration(since), "limit": limit}
+
+    async def read() -> tuple[list[str], list[list[Any]]]:
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        try:
+            return await client.sql(nc, EVENTS_SQL, params)
+        finally:
+            await nc.close()
+
+    columns, rows = asyncio.run(read())
+    objs = [dict(zip(columns, r, strict=True)) for r in rows]
+    for o in objs:
+        o["time"] = iso(int(o["time_ns"]))
+    if json_out:
+        print(json.dumps(objs, indent=2, default=str))
+        return
+    if not objs:
+        print(f"no events in the last {since}")
+        return
+    print_table(
+        [("TIME", "NODE", "KIND", "CODE", "PCI", "MESSAGE")]
+        + [
+            (
+                o["time"],
+                o["node"],
+                o["kind"] or o["type"],
+                str(o["xid"] or o["sxid"] or "-"),
+                o["pci_bus_id"] or "-",
+                o["message"][:100],
+            )
+            for o in objs
+        ]
+    )
