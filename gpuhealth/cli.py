@@ -58,6 +58,7 @@ app.command("scan")(cli_kernel.scan)
 app.command("set-healthy")(cli_kernel.set_healthy)
 app.command("events")(cli_read.events)
 app.command("watch")(cli_read.watch)
+app.command("sql")(cli_read.sql)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:

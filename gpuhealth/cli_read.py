@@ -128,3 +128,29 @@ def events(
             for o in objs
         ]
     )
+
+
+def sql(
+    query: Annotated[
+        str, typer.Argument(help="a read-only ClickHouse query, e.g. 'SELECT count() FROM gpuhealth.events'")
+    ],
+    json_out: Annotated[bool, typer.Option("--json", help="print an array of objects keyed by column name")] = False,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="refuse results longer than this")] = 10_000,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds the query may run")] = 30.0,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Run read-only SQL on gpuhealth's ClickHouse store (answered by the sink that owns it)."""
+
+    async def run() -> tuple[list[str], list[list[Any]]]:
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        try:
+            return await client.sql(nc, query, max_rows=max_rows, timeout=timeout)
+        finally:
+            await nc.close()
+
+    columns, rows = asyncio.run(run())
+    if json_out:
+        print(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str))
+    elif columns:
+        print_table([columns] + [[str(v) for v in r] for r in rows])

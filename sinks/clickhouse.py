@@ -12,6 +12,7 @@ per table this is exact; the ids are what makes it safe to retry at all.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import re
@@ -32,10 +33,12 @@ from gpuhealth.events import (
     DLQ_DECODER,
     EVENT_DECODER,
     HEALTH_DECODER,
+    INVENTORY_DECODER,
     METRIC_DECODER,
     DeadLetter,
     Event,
     HealthState,
+    Inventory,
     KernelEvent,
     MetricBatch,
     NvmlEvent,
@@ -152,6 +155,17 @@ def metric_rows(b: MetricBatch) -> list[list[Any]]:
 def process_rows(b: MetricBatch) -> list[list[Any]]:
     return [[b.id, b.time, b.cluster, b.node, b.gpu_uuid or "", b.pci_bus_id or "", p.pid, p.name,
              p.used_memory_bytes] for p in b.processes]  # fmt: skip
+
+
+INVENTORY_COLUMNS = ["id", "time", "cluster", "node", "machine_id", "boot_id", "source", "gpu_index", "gpu_uuid",
+                     "serial", "chassis_serial", "pci_bus_id", "model", "board_part_number", "vbios",
+                     "driver_version", "cuda_driver_version"]  # fmt: skip
+
+
+def inventory_rows(inv: Inventory) -> list[list[Any]]:
+    return [[inv.id, inv.time, inv.cluster, inv.node, inv.machine_id, inv.boot_id, inv.source, g.index, g.uuid or "",
+             g.serial or "", inv.chassis_serial or "", g.pci_bus_id, g.name or "", g.board_part_number or "",
+             g.vbios or "", inv.driver_version or "", inv.cuda_driver_version or ""] for g in inv.gpus]  # fmt: skip
 
 
 def dlq_row(d: DeadLetter) -> list[Any]:
@@ -326,6 +340,12 @@ class SinkService:
 
         self.rows_written += await self.store.run(write)
 
+    async def handle_inventory(self, items: list[Inventory]) -> None:
+        rows = [row for inv in items for row in inventory_rows(inv)]
+        self.rows_written += await self.store.run(
+            functools.partial(self.store.insert_new, "inventory", INVENTORY_COLUMNS, rows, rows_per_id=True)
+        )
+
     async def handle_dlq(self, letters: list[DeadLetter]) -> None:
         self.rows_written += await self.store.run(
             self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
@@ -356,6 +376,7 @@ class SinkService:
             (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
             (subjects.HEALTH, HEALTH_DECODER, self.handle_health, "sink"),
             (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink"),
+            (subjects.INVENTORY, INVENTORY_DECODER, self.handle_inventory, "sink"),
             (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered
         ]
         consumers = [

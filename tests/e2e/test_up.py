@@ -286,3 +286,28 @@ def test_status_filters_and_watch_on_a_simulated_node(tmp_path: Path) -> None:
         if watcher.stdout:
             watcher.stdout.close()
         up.stop()
+
+
+def test_sql_answers_read_only_queries_and_inventory_is_stored(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8")
+    data = str(up.data_dir)
+    try:
+        query = "SELECT count() AS gpus, uniqExact(gpu_uuid) AS uuids, any(model) AS model FROM gpuhealth.inventory"
+
+        def stored() -> list[dict[str, Any]]:
+            r = gpuctl("sql", query, "--json", "--data-dir", data)
+            assert r.returncode == 0, r.stderr
+            rows: list[dict[str, Any]] = json.loads(r.stdout)
+            return rows
+
+        wait_for(lambda: stored()[0]["gpus"] == 8, timeout=20)
+        assert stored() == [{"gpus": 8, "uuids": 8, "model": "NVIDIA H100 80GB HBM3"}]
+        r = gpuctl("sql", "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3",
+                   "--data-dir", data)  # fmt: skip
+        assert r.returncode == 0 and r.stdout.startswith("name")
+        r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
+        assert r.returncode == 1 and "readonly" in r.stderr.lower() and "Traceback" not in r.stderr
+    finally:
+        up.stop()
