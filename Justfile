@@ -27,9 +27,9 @@ fmt: install
     .venv/bin/ruff format .
     .venv/bin/ruff check --fix .
 
-# Benchmarks: each prints one JSON object on its last line.
-bench: install
-    for b in bench/*.py; do echo "== $b"; {{py}} "$b"; done
+# Benchmarks: each prints one JSON object on its last line; bench/RESULTS.md gets them all.
+bench *NAMES: install
+    {{py}} bench/run.py {{NAMES}}
 
 # Rebuild rules/catalogs/*.tsv from the reference tables.
 catalogs REF="../shared/reference":
