@@ -1,0 +1,206 @@
+"""The pipeline against its building blocks, in one run on embedded NATS and chDB.
+
+- raw_js_msgs_per_s: raw JetStream with our message size: publish_async with up to
+  1,000 in flight and, concurrently, a pull consumer doing fetch(1000) + ack.
+- pipeline_events_per_s: kernel events published to the event stream → rules
+  service → rows in ClickHouse (count read back), rules and sink running as in
+  `gpuctl up`.
+- pipeline_ratio = pipeline / raw (goal ≥ 0.6).
+- latency_p50_ms / latency_p99_ms: fatal Xid records written at 200/s to a real
+  agent's kmsg FIFO, each on its own GPU so each changes a state, from the write
+  to the health state received on its health subject (goal p99 ≤ 20 ms).
+
+Prints its figures as one JSON object on the last line.
+
+    python bench/pipeline.py [EVENTS] [LATENCY_RECORDS]     (defaults 20000, 2000)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from nats.aio.msg import Msg
+from nats.js.api import StreamConfig
+
+from gpuhealth import bus, subjects
+from gpuhealth.events import HEALTH_DECODER, KernelEvent, derived_id, encode
+from gpuhealth.natsd import EmbeddedNats
+from rules.service import RulesService
+from sinks.clickhouse import SinkService, Store
+
+T0 = 1_763_700_000_000_000_000
+
+
+def kernel_event(i: int) -> KernelEvent:
+    pci = f"0000:{i % 256:02x}:{i // 256 % 32:02x}.0"
+    return KernelEvent(
+        id=derived_id(T0 + i, "bench-node", "boot", i), time=T0 + i * 1000, cluster="bench", node=f"node-{i % 64}",
+        machine_id="m" * 32, boot_id="boot", source="kmsg", component="accelerator-nvidia-error-xid", kind="xid",
+        message=f"NVRM: Xid (PCI:{pci[:-2]}): 13, pid=4242, name=python, Graphics Exception: ESR 0x504224=0x80000041",
+        seq=i, priority=4, monotonic_us=i, xid=13, pci_bus_id=pci, pid=4242, process="python",
+    )  # fmt: skip
+
+
+async def raw_jetstream(url: str, n: int, payload: bytes) -> float:
+    nc = await bus.connect(url, "bench-raw")
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="RAW", subjects=["raw.>"], duplicate_window=600))
+    sub = await js.pull_subscribe("raw.>", durable="raw", stream="RAW")
+    done = asyncio.Event()
+    acked = 0
+
+    async def consume() -> None:
+        nonlocal acked
+        while acked < n:
+            try:
+                msgs = await sub.fetch(1000, timeout=1)
+            except TimeoutError:
+                continue
+            for m in msgs:
+                await m.ack()
+            acked += len(msgs)
+        done.set()
+
+    start = time.perf_counter()
+    consumer = asyncio.create_task(consume())
+    window = asyncio.Semaphore(1000)
+    futures = []
+    for i in range(n):
+        await window.acquire()
+        fut = await js.publish_async(f"raw.node-{i % 64}", payload, headers=bus.headers_for(f"raw-{i}"))
+        fut.add_done_callback(lambda _: window.release())
+        futures.append(fut)
+    await asyncio.gather(*futures)
+    await done.wait()
+    elapsed = time.perf_counter() - start
+    await consumer
+    await nc.close()
+    return n / elapsed
+
+
+async def pipeline(url: str, n: int, store: Store) -> float:
+    nc = await bus.connect(url, "bench-pipeline")
+    js = nc.jetstream()
+    await bus.provision(js)
+    stop = asyncio.Event()
+    services = [
+        asyncio.create_task(RulesService(js).run(stop)),
+        asyncio.create_task(SinkService(nc, js, store).run(stop)),
+    ]
+    events = [kernel_event(i) for i in range(n)]
+    start = time.perf_counter()
+    window = asyncio.Semaphore(1000)
+    futures = []
+    for e in events:
+        await window.acquire()
+        fut = await js.publish_async(subjects.event_subject(e.node, "kmsg"), encode(e), headers=bus.headers_for(e.id))
+        fut.add_done_callback(lambda _: window.release())
+        futures.append(fut)
+    await asyncio.gather(*futures)
+    while True:
+        _, rows = await store.run(store.query, "SELECT count() FROM gpuhealth.events", {}, 10, 10)
+        if rows[0][0] >= n:
+            break
+        await asyncio.sleep(0.05)
+    elapsed = time.perf_counter() - start
+    stop.set()
+    await asyncio.gather(*services)
+    await nc.close()
+    return n / elapsed
+
+
+async def latency(url: str, root: Path, n: int) -> list[float]:
+    fifo = root / "kmsg"
+    os.mkfifo(fifo)
+    read_fd, write_fd = os.pipe()
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "producers.agent", "--nats", url, "--data-dir", str(root / "agent"), "--kmsg-path",
+         str(fifo), "--node", "latency", "--ready-fd", str(write_fd), "--log-level", "WARNING"],
+        pass_fds=(write_fd,),
+    )  # fmt: skip
+    os.close(write_fd)
+    with os.fdopen(read_fd) as ready:
+        ready.readline()
+    nc = await bus.connect(url, "bench-latency")
+    js = nc.jetstream()
+    stop = asyncio.Event()
+    rules = asyncio.create_task(RulesService(js, durable="latency-rules").run(stop))
+    written: dict[str, float] = {}
+    received: dict[str, float] = {}
+
+    async def on_health(msg: Msg) -> None:
+        s = HEALTH_DECODER.decode(msg.data)
+        if s.entity in written and s.entity not in received:
+            received[s.entity] = time.perf_counter()
+
+    await nc.subscribe(subjects.health_subject("latency", "accelerator-nvidia-error-xid"), cb=on_health)
+    await asyncio.sleep(1.0)  # the rules consumer is bound and caught up
+    fd = os.open(fifo, os.O_WRONLY)
+    start = time.perf_counter()
+    for i in range(n):
+        bus_id, dev = i % 256, i // 256
+        pci = f"0000:{bus_id:02x}:{dev:02x}.0"
+        usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        record = f"3,{i + 1},{usec},-;NVRM: Xid (PCI:0000:{bus_id:02x}:{dev:02x}): 79, GPU has fallen off the bus.\n"
+        written[pci] = time.perf_counter()
+        os.write(fd, record.encode())
+        await asyncio.sleep(max(0.0, start + (i + 1) / 200 - time.perf_counter()))
+    deadline = time.perf_counter() + 30
+    while len(received) < n and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
+    os.close(fd)
+    stop.set()
+    await rules
+    await nc.close()
+    agent.terminate()
+    agent.wait(timeout=30)
+    if len(received) < n:
+        print(f"only {len(received)} of {n} states arrived", file=sys.stderr)
+    return sorted((received[k] - written[k]) * 1000 for k in received)
+
+
+async def main(n_events: int, n_latency: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        nats = EmbeddedNats(root / "raw-nats")
+        url = await nats.start()
+        raw = await raw_jetstream(url, n_events, encode(kernel_event(1)))
+        await nats.stop()
+
+        nats = EmbeddedNats(root / "pipeline-nats")
+        url = await nats.start()
+        store = Store(f"chdb://{root / 'clickhouse'}")
+        await store.run(store.connect)
+        piped = await pipeline(url, n_events, store)
+        await asyncio.get_running_loop().run_in_executor(None, store.close)
+        await nats.stop()
+
+        nats = EmbeddedNats(root / "latency-nats")
+        url = await nats.start()
+        lat = await latency(url, root, n_latency)
+        await nats.stop()
+    figures = {
+        "events": n_events,
+        "raw_js_msgs_per_s": round(raw),
+        "pipeline_events_per_s": round(piped),
+        "pipeline_ratio": round(piped / raw, 3),
+        "latency_records": len(lat),
+        "latency_p50_ms": round(statistics.median(lat), 2) if lat else None,
+        "latency_p99_ms": round(lat[max(0, int(len(lat) * 0.99) - 1)], 2) if lat else None,
+    }
+    for name, value in figures.items():
+        print(f"{name:24} {value}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    args = [int(a) for a in sys.argv[1:]]
+    asyncio.run(main(args[0] if args else 20_000, args[1] if len(args) > 1 else 2_000))
