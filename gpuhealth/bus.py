@@ -27,7 +27,7 @@ import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType, StreamConfig
 
 from gpuhealth import subjects
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
@@ -226,11 +226,14 @@ class Consumer(Generic[T]):
                     good.append(item)
             if not await self._handle_until_done(good, msgs, stop):
                 return  # stopping: the batch stays unacked and is redelivered
-            for m in msgs:
-                await _ack(m)
+            if msgs:
+                await _ack(msgs[-1])
 
     async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
+        # One worker per durable consumer (instances that share work get a durable per partition), so
+        # acknowledging a batch's last message acknowledges the batch: one ack instead of one per message.
         config = ConsumerConfig(
+            ack_policy=AckPolicy.ALL,
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
             deliver_policy=DeliverPolicy.NEW if self.deliver_new else DeliverPolicy.ALL,
