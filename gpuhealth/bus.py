@@ -226,14 +226,15 @@ class Consumer(Generic[T]):
                     good.append(item)
             if not await self._handle_until_done(good, msgs, stop):
                 return  # stopping: the batch stays unacked and is redelivered
-            if msgs:
-                await _ack(msgs[-1])
+            for m in msgs:
+                await _ack(m)
 
     async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
-        # One worker per durable consumer (instances that share work get a durable per partition), so
-        # acknowledging a batch's last message acknowledges the batch: one ack instead of one per message.
+        # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
+        # earlier ones delivered to a process that died before handling them (they would never be
+        # redelivered); the SIGKILL exactly-once test caught exactly that.
         config = ConsumerConfig(
-            ack_policy=AckPolicy.ALL,
+            ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
             deliver_policy=DeliverPolicy.NEW if self.deliver_new else DeliverPolicy.ALL,

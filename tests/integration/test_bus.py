@@ -137,3 +137,46 @@ async def test_connect_gives_up_on_a_closed_port_when_asked() -> None:
         assert "127.0.0.1:1" in str(e)
     else:
         raise AssertionError("connected to a closed port")
+
+
+async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by_the_next(nats_url: str) -> None:
+    """At-least-once across a crash: what a dead process held comes back, even after its successor acked later
+    messages (which an AckPolicy.ALL consumer would get wrong)."""
+    nc = await bus.connect(nats_url, "t")
+    js = nc.jetstream()
+    await bus.provision(js)
+    subject = subjects.event_subject("n", "kmsg")
+    await bus.publish_batch(js, [(subject, f"id-{i}", encode(status_event(i))) for i in range(10)])
+
+    # The first worker takes a batch and dies before handling it.
+    doomed = await bus.connect(nats_url, "doomed")
+    first = bus.Consumer(
+        doomed.jetstream(),
+        stream=subjects.EVENTS.name,
+        durable="w",
+        filter_subject=subject,
+        decoder=EVENT_DECODER,
+        stage="t",
+        handle=None,
+        batch=5,
+        ack_wait_s=1.0,
+    )  # type: ignore[arg-type]
+    sub = await first._subscribe(asyncio.Event())
+    taken = await sub.fetch(5, timeout=5)
+    assert len(taken) == 5
+    await doomed.close()
+
+    seen: list[str] = []
+    stop = asyncio.Event()
+
+    async def handle(items: list[Event]) -> None:
+        seen.extend(e.id for e in items)
+        if len(set(seen)) == 10:
+            stop.set()
+
+    successor = bus.Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=subject,
+                             decoder=EVENT_DECODER, stage="t", handle=handle, batch=5, ack_wait_s=1.0)  # fmt: skip
+    async with asyncio.timeout(20):
+        await successor.run(stop)
+    assert set(seen) == {f"id-{i}" for i in range(10)}
+    await nc.close()
