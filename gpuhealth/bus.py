@@ -183,7 +183,6 @@ class Consumer(Generic[T]):
         handle: Callable[[list[T]], Awaitable[None]],
         batch: int = 1000,
         ack_wait_s: float = 15.0,
-        deliver_new: bool = False,
     ) -> None:
         self.js = js
         self.stream = stream
@@ -194,7 +193,6 @@ class Consumer(Generic[T]):
         self.handle = handle
         self.batch = batch
         self.ack_wait_s = ack_wait_s
-        self.deliver_new = deliver_new
         self.processed = 0
         self.dead_lettered = 0
 
@@ -237,7 +235,7 @@ class Consumer(Generic[T]):
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
-            deliver_policy=DeliverPolicy.NEW if self.deliver_new else DeliverPolicy.ALL,
+            deliver_policy=DeliverPolicy.ALL,
         )
         while True:
             try:
