@@ -59,6 +59,7 @@ app.command("set-healthy")(cli_kernel.set_healthy)
 app.command("events")(cli_read.events)
 app.command("watch")(cli_read.watch)
 app.command("sql")(cli_read.sql)
+app.command("fleet")(cli_read.fleet)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:

@@ -154,3 +154,34 @@ def sql(
         print(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str))
     elif columns:
         print_table([columns] + [[str(v) for v in r] for r in rows])
+
+
+def fleet(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt = None) -> None:
+    """Every node in one view, worst first, with a 0-100 health score per node and GPU (exit 0 when shown)."""
+    from gpuhealth.fleet import fleet_view
+
+    async def read() -> list[dict[str, Any]]:
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        try:
+            return fleet_view(await client.health_states(nc), await client.inventories(nc))
+        finally:
+            await nc.close()
+
+    nodes = asyncio.run(read())
+    for n in nodes:
+        if n["oldest_open"] is not None:
+            n["oldest_open"]["since"] = iso(n["oldest_open"].pop("since_ns"))
+    if json_out:
+        print(json.dumps({"nodes": nodes}, indent=2))
+        return
+    if not nodes:
+        print("no node has reported yet")
+        return
+    rows = [["NODE", "SCORE", "BAND", "UNHEALTHY", "DEGRADED", "UNKNOWN", "GPUS<80", "OLDEST OPEN"]]
+    for n in nodes:
+        oldest = n["oldest_open"]
+        weak = sum(1 for g in n["gpus"] if g["score"] < 80)
+        rows.append([n["node"], str(n["score"]), n["band"], str(n["counts"]["Unhealthy"]),
+                     str(n["counts"]["Degraded"]), str(n["counts"]["Unknown"]), f"{weak}/{len(n['gpus'])}",
+                     f"{oldest['since']} {oldest['component']} {oldest['entity']}" if oldest else "-"])  # fmt: skip
+    print_table(rows)

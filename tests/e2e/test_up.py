@@ -311,3 +311,27 @@ def test_sql_answers_read_only_queries_and_inventory_is_stored(tmp_path: Path) -
         assert r.returncode == 1 and "readonly" in r.stderr.lower() and "Traceback" not in r.stderr
     finally:
         up.stop()
+
+
+def test_fleet_view_scores_nodes_and_gpus(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8")
+    data = str(up.data_dir)
+    try:
+        code, view = gpuctl_json("fleet", "--data-dir", data)
+        assert code == 0 and isinstance(view, dict)
+        (node,) = view["nodes"]
+        assert (node["node"], node["score"], node["band"], len(node["gpus"])) == ("e2e-node", 100, "Healthy", 8)
+        assert gpuctl("inject-fault", "--nvml-xid", "79", "--gpu", "1", "--data-dir", data).returncode == 0
+        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20)
+        code, view = gpuctl_json("fleet", "--data-dir", data)
+        assert code == 0 and isinstance(view, dict)
+        (node,) = view["nodes"]
+        assert (node["score"], node["band"]) == (55, "Critical")
+        assert [g["score"] for g in node["gpus"]] == [100, 55, 100, 100, 100, 100, 100, 100]
+        assert node["oldest_open"]["component"] == "accelerator-nvidia-error-xid"
+        r = gpuctl("fleet", "--data-dir", data)
+        assert r.returncode == 0 and "Critical" in r.stdout and "1/8" in r.stdout
+    finally:
+        up.stop()
