@@ -143,7 +143,7 @@ def serve_agent(
         simulate_gpus=simulate_gpus,
         nvml_poll_interval=nvml_poll_interval,
     )
-    argv = agent_argv(nats, opts, ready_fd=None, allow_inject=allow_inject)
+    argv = agent_argv(nats, opts, allow_inject=allow_inject)
     sys.stdout.flush()
     os.execv(argv[0], argv)
 

@@ -46,7 +46,7 @@ class UpOptions:
     nvml_poll_interval: float | None = None
 
 
-def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_inject: bool) -> list[str]:
+def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
     argv = [
         sys.executable,
         "-m",
@@ -78,8 +78,6 @@ def agent_argv(nats_url: str, o: UpOptions, *, ready_fd: int | None, allow_injec
         argv += ["--journal-dir", str(o.journal_dir)]
     if allow_inject:
         argv.append("--allow-inject")
-    if ready_fd is not None:
-        argv += ["--ready-fd", str(ready_fd)]
     return argv
 
 
@@ -149,7 +147,7 @@ async def run_up(o: UpOptions) -> int:
         await store.run(store.connect)
         tasks.append(asyncio.create_task(RulesService(js).run(stop)))
         tasks.append(asyncio.create_task(SinkService(nc, js, store).run(stop)))
-        agent = Agent(agent_argv(url, o, ready_fd=None, allow_inject=True))
+        agent = Agent(agent_argv(url, o, allow_inject=True))
         ready = await agent.start()
         identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
