@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client as NATS
 
+from gpuhealth import bus
 from gpuhealth.config import NodeIdentity
 from gpuhealth.natsd import EmbeddedNats
 from sinks.clickhouse import Store
@@ -51,3 +53,14 @@ def identity() -> NodeIdentity:
     return NodeIdentity(
         cluster="test", node="node-1", machine_id="m" * 32, boot_id="boot-a", boot_time_ns=1_700_000_000_000_000_000
     )
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    """A client of the test's own nats-server, with gpuhealth's streams and buckets provisioned."""
+    client = await bus.connect(nats_url, "test")
+    await bus.provision(client.jetstream())
+    try:
+        yield client
+    finally:
+        await client.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
+from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
@@ -27,35 +28,27 @@ def status_event(i: int) -> SourceStatus:
     )
 
 
-async def test_provision_is_idempotent(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_provision_is_idempotent(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
-    await bus.provision(js)
+    await bus.provision(js)  # a second time: the fixture provisioned already
     names = {s.config.name for s in await js.streams_info()}
     assert {s.name for s in subjects.STREAMS} <= names
     for bucket in subjects.KV_BUCKETS:
         await js.key_value(bucket)
-    await nc.close()
 
 
-async def test_a_repeated_id_is_stored_once(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_a_repeated_id_is_stored_once(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     subject = subjects.event_subject("node-1", "kmsg")
     items = [(subject, f"id-{i}", encode(status_event(i))) for i in range(10)]
     await bus.publish_batch(js, items)
     await bus.publish_batch(js, [*items[3:7], (subject, "id-10", encode(status_event(10)))])
     info = await js.stream_info(subjects.EVENTS.name)
     assert info.state.messages == 11
-    await nc.close()
 
 
-async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     subject = subjects.event_subject("node-1", "kmsg")
     await js.publish(subject, b"\xc1 not msgpack", headers={"Nats-Msg-Id": "g1"})
     await js.publish(subject, encode(status_event(1)), headers={"Nats-Msg-Id": "v1", "Gpuhealth-Schema": "99"})
@@ -92,13 +85,10 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nats_url: s
     assert b"\xc1 not msgpack" in {letter.data for letter in letters}
     # Everything was acknowledged: nothing is redelivered to the consumer.
     await until_acked(js, "t")
-    await nc.close()
 
 
-async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     await bus.publish_batch(js, [(subjects.event_subject("n", "kmsg"), "a", encode(status_event(1)))])
     attempts = 0
     pending_while_failing: list[int] = []
@@ -127,7 +117,6 @@ async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nats_url: 
     assert attempts == 3 and consumer.processed == 1
     assert pending_while_failing == [1, 1]
     await until_acked(js, "flaky")
-    await nc.close()
 
 
 async def test_connect_gives_up_on_a_closed_port_when_asked() -> None:
@@ -139,12 +128,12 @@ async def test_connect_gives_up_on_a_closed_port_when_asked() -> None:
         raise AssertionError("connected to a closed port")
 
 
-async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by_the_next(nats_url: str) -> None:
+async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by_the_next(
+    nats_url: str, nc: NATS
+) -> None:
     """At-least-once across a crash: what a dead process held comes back, even after its successor acked later
     messages (which an AckPolicy.ALL consumer would get wrong)."""
-    nc = await bus.connect(nats_url, "t")
     js = nc.jetstream()
-    await bus.provision(js)
     subject = subjects.event_subject("n", "kmsg")
     await bus.publish_batch(js, [(subject, f"id-{i}", encode(status_event(i))) for i in range(10)])
 
@@ -179,4 +168,3 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
     async with asyncio.timeout(20):
         await successor.run(stop)
     assert set(seen) == {f"id-{i}" for i in range(10)}
-    await nc.close()

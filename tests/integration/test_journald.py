@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from gpuhealth import bus
@@ -93,11 +94,9 @@ async def _run(js: JetStreamContext, src: journald.JournalSource, identity: Node
 
 
 async def test_restart_and_rotation_read_every_kernel_line_exactly_once(
-    journal_remote: str, nats_url: str, tmp_path: Path, identity: NodeIdentity
+    journal_remote: str, nc: NATS, tmp_path: Path, identity: NodeIdentity
 ) -> None:
-    nc = await bus.connect(nats_url, "t")
     js = nc.jetstream()
-    await bus.provision(js)
     jdir, state = tmp_path / "journal", tmp_path / "state"
     jdir.mkdir()
     state.mkdir()
@@ -114,7 +113,6 @@ async def test_restart_and_rotation_read_every_kernel_line_exactly_once(
     events = await stream_events(js)
     assert sorted(e.message for e in events) == sorted(xid_line(i) for i in range(1, 81))
     assert len({e.id for e in events}) == 80 and {e.source for e in events} == {"journald"}
-    await nc.close()
 
 
 async def test_follows_a_journal_as_it_grows(journal_remote: str, tmp_path: Path, identity: NodeIdentity) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
@@ -66,10 +67,8 @@ async def stream_events(js: JetStreamContext) -> list[KernelEvent]:
             await m.ack()
 
 
-async def test_restart_reads_every_record_exactly_once(nats_url: str, tmp_path: Path, identity: NodeIdentity) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_restart_reads_every_record_exactly_once(nc: NATS, tmp_path: Path, identity: NodeIdentity) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     kmsg, state = tmp_path / "kmsg", tmp_path / "state"
     state.mkdir()
     write_records(kmsg, 1, 100)  # 50 faults
@@ -86,15 +85,12 @@ async def test_restart_reads_every_record_exactly_once(nats_url: str, tmp_path: 
     e = events[0]
     assert (e.kind, e.xid, e.pci_bus_id, e.node, e.boot_id) == ("xid", 79, "0000:01:00.0", "node-1", "boot-a")
     assert e.time == identity.boot_time_ns + 1000 * 1000
-    await nc.close()
 
 
 async def test_a_crash_before_the_cursor_was_saved_repeats_nothing(
-    nats_url: str, tmp_path: Path, identity: NodeIdentity
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
 ) -> None:
-    nc = await bus.connect(nats_url, "t")
     js = nc.jetstream()
-    await bus.provision(js)
     kmsg, state = tmp_path / "kmsg", tmp_path / "state"
     state.mkdir()
     write_records(kmsg, 1, 40)
@@ -103,13 +99,10 @@ async def test_a_crash_before_the_cursor_was_saved_repeats_nothing(
     again = await run_producer(js, kmsg, identity, state, last_seq=40)
     assert again.events_published == 20  # re-read and re-published …
     assert (await js.stream_info(subjects.EVENTS.name)).state.messages == 20  # … and recognised by id
-    await nc.close()
 
 
-async def test_a_new_boot_starts_from_the_first_record(nats_url: str, tmp_path: Path, identity: NodeIdentity) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_a_new_boot_starts_from_the_first_record(nc: NATS, tmp_path: Path, identity: NodeIdentity) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     kmsg, state = tmp_path / "kmsg", tmp_path / "state"
     state.mkdir()
     write_records(kmsg, 1, 10)
@@ -119,7 +112,6 @@ async def test_a_new_boot_starts_from_the_first_record(nats_url: str, tmp_path: 
     )
     after = await run_producer(js, kmsg, rebooted, state, last_seq=10)
     assert after.events_published == 5
-    await nc.close()
 
 
 async def test_an_unreadable_source_is_reported_not_fatal(tmp_path: Path, identity: NodeIdentity) -> None:
@@ -138,11 +130,9 @@ def write_storm(path: Path, first_seq: int, n: int) -> None:
 
 
 async def test_a_storm_becomes_a_few_events_whose_counts_add_up(
-    nats_url: str, tmp_path: Path, identity: NodeIdentity
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
 ) -> None:
-    nc = await bus.connect(nats_url, "t")
     js = nc.jetstream()
-    await bus.provision(js)
     kmsg, state = tmp_path / "kmsg", tmp_path / "state"
     state.mkdir()
     write_storm(kmsg, 1, 100_000)
@@ -169,4 +159,3 @@ async def test_a_storm_becomes_a_few_events_whose_counts_add_up(
     assert sum(e.count for e in events) == 100_000
     assert len(events) < 500
     assert {(e.kind, e.xid, e.pci_bus_id) for e in events} == {("xid", 95, "0000:0b:00.0")}
-    await nc.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
@@ -45,10 +46,8 @@ async def run_until(service: RulesService, predicate: Callable[[], bool], timeou
         await task
 
 
-async def test_states_reach_the_subject_and_the_bucket(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_states_reach_the_subject_and_the_bucket(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     seen: list[Msg] = []
 
     async def collect(m: Msg) -> None:
@@ -71,13 +70,10 @@ async def test_states_reach_the_subject_and_the_bucket(nats_url: str) -> None:
     ]
     assert {d.node for d in decoded} == {"gpu-1", "gpu-2"}
     await sub.unsubscribe()
-    await nc.close()
 
 
-async def test_a_restarted_service_resumes_without_realerting(nats_url: str) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_a_restarted_service_resumes_without_realerting(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     await publish(js, [xid(1, 79)])
     first = RulesService(js)
     await run_until(first, lambda: first.states_published == 1)
@@ -107,4 +103,3 @@ async def test_a_restarted_service_resumes_without_realerting(nats_url: str) -> 
     assert states[("accelerator-nvidia-error-xid", "0000:04:00.0")].health == "Healthy"
     assert states[("kernel-log", "gpu-1")].health == "Healthy"
     assert (await js.stream_info(subjects.HEALTH.name)).state.messages == stream_before + 2
-    await nc.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from nats.aio.client import Client as NATS
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError
@@ -72,10 +73,8 @@ def test_queries_are_read_only_and_limited(store: Store) -> None:
     assert counts(store) == (20, 20)
 
 
-async def test_sink_service_stores_the_stream_and_answers_sql(nats_url: str, store: Store) -> None:
-    nc = await bus.connect(nats_url, "t")
+async def test_sink_service_stores_the_stream_and_answers_sql(nc: NATS, store: Store) -> None:
     js = nc.jetstream()
-    await bus.provision(js)
     items = [(subjects.event_subject(e.node, "kmsg"), e.id, encode(e)) for e in map(kernel_event, range(500))]
     await bus.publish_batch(js, items)
     await js.publish(subjects.event_subject("node-9", "kmsg"), b"garbage", headers={"Nats-Msg-Id": "junk"})
@@ -100,7 +99,6 @@ async def test_sink_service_stores_the_stream_and_answers_sql(nats_url: str, sto
     stop.set()
     await task
     assert counts(store) == (500, 500)
-    await nc.close()
 
 
 def test_a_read_only_query_leaves_the_writer_writable(store: Store) -> None:
