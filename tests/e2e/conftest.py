@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -80,15 +81,29 @@ def start_up(data_dir: Path, kmsg: Path, *extra: str, timeout: float = 60) -> Up
     raise AssertionError(f"gpuctl up was not ready in {timeout}s:\n{log.read_text()}")
 
 
-@pytest.fixture
-def up_stack(tmp_path: Path) -> Iterator[Up]:
+@contextlib.contextmanager
+def running(tmp_path: Path, *extra: str) -> Iterator[Up]:
+    """gpuctl up over an empty kmsg file in tmp_path, stopped (Ctrl-C) afterwards."""
     kmsg = tmp_path / "kmsg"
     kmsg.touch()
-    up = start_up(tmp_path / "data", kmsg)
+    up = start_up(tmp_path / "data", kmsg, *extra)
     try:
         yield up
     finally:
         up.stop()
+
+
+@pytest.fixture
+def up_stack(tmp_path: Path) -> Iterator[Up]:
+    with running(tmp_path) as up:
+        yield up
+
+
+@pytest.fixture
+def simulated_stack(tmp_path: Path) -> Iterator[Up]:
+    """A simulated 8-GPU node: the fake NVML, polled every second."""
+    with running(tmp_path, "--simulate-gpus", "8", "--nvml-poll-interval", "1") as up:
+        yield up
 
 
 def wait_for(predicate: object, timeout: float = 30, every: float = 0.2) -> None:

@@ -175,45 +175,39 @@ def test_garbage_on_an_event_subject_is_dead_lettered_and_the_pipeline_keeps_goi
     assert os.path.exists(up_stack.data_dir / "run.json")
 
 
-def test_simulated_8_gpu_node_and_an_nvml_xid_on_gpu_3(tmp_path: Path) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
-    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8", "--nvml-poll-interval", "1")
-    data = str(up.data_dir)
-    try:
-        code, status = gpuctl_json("status", "--data-dir", data)
-        assert code == 0 and isinstance(status, dict)
-        gpus = status["gpus"]
-        assert [g["index"] for g in gpus] == list(range(8))
-        assert all(g["uuid"].startswith("GPU-") and g["serial"] and g["name"] and g["pci_bus_id"] for g in gpus)
-        assert len({g["uuid"] for g in gpus}) == 8
+def test_simulated_8_gpu_node_and_an_nvml_xid_on_gpu_3(simulated_stack: Up) -> None:
+    data = str(simulated_stack.data_dir)
+    code, status = gpuctl_json("status", "--data-dir", data)
+    assert code == 0 and isinstance(status, dict)
+    gpus = status["gpus"]
+    assert [g["index"] for g in gpus] == list(range(8))
+    assert all(g["uuid"].startswith("GPU-") and g["serial"] and g["name"] and g["pci_bus_id"] for g in gpus)
+    assert len({g["uuid"] for g in gpus}) == 8
 
-        started = time.monotonic()
-        r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "3", "--data-dir", data)
-        assert r.returncode == 0, r.stderr
-        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20, every=0.1)
-        assert time.monotonic() - started < 10
-        _, status = gpuctl_json("status", "--data-dir", data)
-        assert isinstance(status, dict)
-        unhealthy = [s for s in status["states"] if s["health"] != "Healthy"]
-        assert [(s["gpu_uuid"], s["pci_bus_id"], s["repair_actions"]) for s in unhealthy] == [
-            (gpus[3]["uuid"], gpus[3]["pci_bus_id"], ["REBOOT_SYSTEM"])
-        ], "GPU 3 and only GPU 3"
+    started = time.monotonic()
+    r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "3", "--data-dir", data)
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20, every=0.1)
+    assert time.monotonic() - started < 10
+    _, status = gpuctl_json("status", "--data-dir", data)
+    assert isinstance(status, dict)
+    unhealthy = [s for s in status["states"] if s["health"] != "Healthy"]
+    assert [(s["gpu_uuid"], s["pci_bus_id"], s["repair_actions"]) for s in unhealthy] == [
+        (gpus[3]["uuid"], gpus[3]["pci_bus_id"], ["REBOOT_SYSTEM"])
+    ], "GPU 3 and only GPU 3"
 
-        r = gpuctl("inject-fault", "--nvml-gpu-lost", "--gpu", "5", "--data-dir", data)
-        assert r.returncode == 0, r.stderr
+    r = gpuctl("inject-fault", "--nvml-gpu-lost", "--gpu", "5", "--data-dir", data)
+    assert r.returncode == 0, r.stderr
 
-        def gpu5_lost() -> bool:
-            _, st = gpuctl_json("status", "--data-dir", data)
-            return isinstance(st, dict) and any(
-                s["component"] == "accelerator-nvidia-gpu" and s["gpu_uuid"] == gpus[5]["uuid"] for s in st["states"]
-            )
+    def gpu5_lost() -> bool:
+        _, st = gpuctl_json("status", "--data-dir", data)
+        return isinstance(st, dict) and any(
+            s["component"] == "accelerator-nvidia-gpu" and s["gpu_uuid"] == gpus[5]["uuid"] for s in st["states"]
+        )
 
-        wait_for(gpu5_lost, timeout=20)
-        r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "9", "--data-dir", data)
-        assert r.returncode == 1 and "no GPU 9" in r.stderr
-    finally:
-        up.stop()
+    wait_for(gpu5_lost, timeout=20)
+    r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "9", "--data-dir", data)
+    assert r.returncode == 1 and "no GPU 9" in r.stderr
 
 
 def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> None:
@@ -244,11 +238,8 @@ def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> No
     assert r.returncode == 1 and "--reason" in r.stderr
 
 
-def test_status_filters_and_watch_on_a_simulated_node(tmp_path: Path) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
-    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "4")
-    data = str(up.data_dir)
+def test_status_filters_and_watch_on_a_simulated_node(simulated_stack: Up) -> None:
+    data = str(simulated_stack.data_dir)
     watcher = subprocess.Popen([GPUCTL, "watch", "--json", "--data-dir", data], stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(1.0)  # subscribed before the fault
@@ -285,53 +276,40 @@ def test_status_filters_and_watch_on_a_simulated_node(tmp_path: Path) -> None:
         assert watcher.wait(timeout=10) == 0
         if watcher.stdout:
             watcher.stdout.close()
-        up.stop()
 
 
-def test_sql_answers_read_only_queries_and_inventory_is_stored(tmp_path: Path) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
-    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8")
-    data = str(up.data_dir)
-    try:
-        query = "SELECT count() AS gpus, uniqExact(gpu_uuid) AS uuids, any(model) AS model FROM gpuhealth.inventory"
+def test_sql_answers_read_only_queries_and_inventory_is_stored(simulated_stack: Up) -> None:
+    data = str(simulated_stack.data_dir)
+    query = "SELECT count() AS gpus, uniqExact(gpu_uuid) AS uuids, any(model) AS model FROM gpuhealth.inventory"
 
-        def stored() -> list[dict[str, Any]]:
-            r = gpuctl("sql", query, "--json", "--data-dir", data)
-            assert r.returncode == 0, r.stderr
-            rows: list[dict[str, Any]] = json.loads(r.stdout)
-            return rows
+    def stored() -> list[dict[str, Any]]:
+        r = gpuctl("sql", query, "--json", "--data-dir", data)
+        assert r.returncode == 0, r.stderr
+        rows: list[dict[str, Any]] = json.loads(r.stdout)
+        return rows
 
-        wait_for(lambda: stored()[0]["gpus"] == 8, timeout=20)
-        assert stored() == [{"gpus": 8, "uuids": 8, "model": "NVIDIA H100 80GB HBM3"}]
-        r = gpuctl("sql", "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3",
-                   "--data-dir", data)  # fmt: skip
-        assert r.returncode == 0 and r.stdout.startswith("name")
-        r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
-        assert r.returncode == 1 and "readonly" in r.stderr.lower() and "Traceback" not in r.stderr
-    finally:
-        up.stop()
+    wait_for(lambda: stored()[0]["gpus"] == 8, timeout=20)
+    assert stored() == [{"gpus": 8, "uuids": 8, "model": "NVIDIA H100 80GB HBM3"}]
+    r = gpuctl("sql", "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3",
+               "--data-dir", data)  # fmt: skip
+    assert r.returncode == 0 and r.stdout.startswith("name")
+    r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
+    assert r.returncode == 1 and "readonly" in r.stderr.lower() and "Traceback" not in r.stderr
 
 
-def test_fleet_view_scores_nodes_and_gpus(tmp_path: Path) -> None:
-    kmsg = tmp_path / "kmsg"
-    kmsg.touch()
-    up = start_up(tmp_path / "data", kmsg, "--simulate-gpus", "8")
-    data = str(up.data_dir)
-    try:
-        code, view = gpuctl_json("fleet", "--data-dir", data)
-        assert code == 0 and isinstance(view, dict)
-        (node,) = view["nodes"]
-        assert (node["node"], node["score"], node["band"], len(node["gpus"])) == ("e2e-node", 100, "Healthy", 8)
-        assert gpuctl("inject-fault", "--nvml-xid", "79", "--gpu", "1", "--data-dir", data).returncode == 0
-        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20)
-        code, view = gpuctl_json("fleet", "--data-dir", data)
-        assert code == 0 and isinstance(view, dict)
-        (node,) = view["nodes"]
-        assert (node["score"], node["band"]) == (55, "Critical")
-        assert [g["score"] for g in node["gpus"]] == [100, 55, 100, 100, 100, 100, 100, 100]
-        assert node["oldest_open"]["component"] == "accelerator-nvidia-error-xid"
-        r = gpuctl("fleet", "--data-dir", data)
-        assert r.returncode == 0 and "Critical" in r.stdout and "1/8" in r.stdout
-    finally:
-        up.stop()
+def test_fleet_view_scores_nodes_and_gpus(simulated_stack: Up) -> None:
+    data = str(simulated_stack.data_dir)
+    code, view = gpuctl_json("fleet", "--data-dir", data)
+    assert code == 0 and isinstance(view, dict)
+    (node,) = view["nodes"]
+    assert (node["node"], node["score"], node["band"], len(node["gpus"])) == ("e2e-node", 100, "Healthy", 8)
+    assert gpuctl("inject-fault", "--nvml-xid", "79", "--gpu", "1", "--data-dir", data).returncode == 0
+    wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=20)
+    code, view = gpuctl_json("fleet", "--data-dir", data)
+    assert code == 0 and isinstance(view, dict)
+    (node,) = view["nodes"]
+    assert (node["score"], node["band"]) == (55, "Critical")
+    assert [g["score"] for g in node["gpus"]] == [100, 55, 100, 100, 100, 100, 100, 100]
+    assert node["oldest_open"]["component"] == "accelerator-nvidia-error-xid"
+    r = gpuctl("fleet", "--data-dir", data)
+    assert r.returncode == 0 and "Critical" in r.stdout and "1/8" in r.stdout
