@@ -35,22 +35,25 @@ async def open_client(url: str) -> NATS:
 
 
 async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
+    """Every current value of a bucket through one watcher: one subscription, not a request per key."""
     js = nc.jetstream()
     try:
         kv = await js.key_value(bucket)
-        keys = await kv.keys()
-    except nats.js.errors.NoKeysError:
-        return []
+        watcher = await kv.watchall(ignore_deletes=True)
     except (nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError) as e:
         raise NotRunningError(f"bucket {bucket} not found: is gpuhealth provisioned on this server?") from e
     except (TimeoutError, nats.errors.Error) as e:
         raise NotRunningError(f"cannot read {bucket}: {e}") from e
     out = []
-    for key in keys:
-        with contextlib.suppress(nats.js.errors.KeyNotFoundError):
-            entry = await kv.get(key)
+    try:
+        # None marks "every current value delivered". nats-py leaves updates()/stop() unannotated.
+        while (entry := await watcher.updates(timeout=5.0)) is not None:  # type: ignore[no-untyped-call]
             if entry.value:
                 out.append(entry.value)
+    except (TimeoutError, nats.errors.TimeoutError) as e:
+        raise NotRunningError(f"cannot read {bucket}: no answer in 5s") from e
+    finally:
+        await watcher.stop()  # type: ignore[no-untyped-call]
     return out
 
 
