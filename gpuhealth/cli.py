@@ -279,20 +279,13 @@ def main() -> None:
         sys.argv.remove("--debug")
     try:
         app()  # standalone: typer exits with the command's code; our own errors come out here
-    except NotRunningError as e:
-        if debug:
-            raise
-        print(f"gpuctl: {e}", file=sys.stderr)
-        sys.exit(4)
-    except GpuhealthError as e:
-        if debug:
-            raise
-        print(f"gpuctl: {e}", file=sys.stderr)
-        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as e:
         if debug:
             raise
+        if isinstance(e, GpuhealthError):
+            print(f"gpuctl: {e}", file=sys.stderr)
+            sys.exit(4 if isinstance(e, NotRunningError) else 1)
         print(f"gpuctl: unexpected error: {e!r} (run with --debug for the traceback)", file=sys.stderr)
         sys.exit(1)
