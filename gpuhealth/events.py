@@ -111,7 +111,28 @@ class NvmlEvent(Message, tag="nvml", kw_only=True):
     message: str = ""
 
 
-Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent
+class HostEvent(Message, tag="host", kw_only=True):
+    """What sysfs, procfs or the host's service manager says changed, for one entity.
+
+    kind: aer | ib_errors | edac (``counts`` are increases since the previous read;
+    at the first read of a boot, the values themselves: a fatal count already there
+    is news, not a baseline); link | ib_port | thermal | service | module (a
+    condition: ``state`` now, ``ok`` whether that is the healthy one, ``since``
+    when it began; restated while it is not ok so duration rules see time pass);
+    pstore (a crash record); reboot (``since``: when the previous boot was last seen)."""
+
+    kind: str
+    entity: str
+    message: str = ""
+    pci_bus_id: str | None = None
+    counts: dict[str, int] = {}
+    state: str = ""
+    ok: bool = True
+    since: int = 0
+    first_read: bool = False
+
+
+Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent | HostEvent
 
 # ---------------------------------------------------------------- metrics
 

@@ -9,6 +9,8 @@ from functools import cache
 from importlib import resources
 
 from gpuhealth.events import RepairAction
+from rules import limits as limits_mod
+from rules.limits import Limits
 
 ACTION_RANK: dict[str, int] = {
     "IGNORE_NO_ACTION_REQUIRED": 0,
@@ -33,8 +35,11 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Catalog:
+    """Everything the engine reads as data: the Xid and SXid tables and the rules' limits."""
+
     xid: dict[int, Entry]
     sxid: dict[int, Entry]
+    limits: Limits
 
 
 def _parse(text: str) -> dict[int, Entry]:
@@ -56,4 +61,5 @@ def load() -> Catalog:
     return Catalog(
         xid=_parse(files.joinpath("xid.tsv").read_text()),
         sxid=_parse(files.joinpath("sxid.tsv").read_text()),
+        limits=limits_mod.default(),
     )

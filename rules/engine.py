@@ -14,7 +14,10 @@ Semantics (../DESIGN.md "Health semantics"):
   application Xids never climb to hardware;
 - states are sticky at their worst; a new boot clears reboot-class states,
   HARDWARE_INSPECTION only clears by an explicit set-healthy;
-- an event already applied (redelivered) changes nothing.
+- an event already applied (redelivered) changes nothing;
+- an observed condition (a link's width, a port's state, a service, a
+  temperature) clears when the producer sees it restored; a fault (an error
+  that happened) is sticky.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from gpuhealth.events import (
     HEALTH_ORDER,
     Event,
     HealthState,
+    HostEvent,
     Inventory,
     KernelEvent,
     NvmlEvent,
@@ -36,6 +40,7 @@ from gpuhealth.events import (
     derived_id,
 )
 from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog, Entry
+from rules.limits import Window
 
 RECENT_IDS = 512
 MAX_BOOTS = 16
@@ -51,6 +56,7 @@ class ComponentState(msgspec.Struct, kw_only=True):
     event_ids: list[str] = []
     gpu_uuid: str | None = None
     pci_bus_id: str | None = None
+    cause: str = ""  # the fault or condition that set the current health
 
 
 class Fault(msgspec.Struct, kw_only=True):
@@ -60,6 +66,7 @@ class Fault(msgspec.Struct, kw_only=True):
     count: int = 0
     first: int = 0
     last: int = 0
+    window: list[tuple[int, int]] = []  # (time, count) inside the rule's window, for rate rules
 
 
 class NodeState(msgspec.Struct, kw_only=True):
@@ -117,6 +124,8 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
         outputs += _nvml(state, event, catalog, late)
     elif isinstance(event, SourceStatus):
         outputs += _source_status(state, event)
+    elif isinstance(event, HostEvent):
+        outputs += _host(state, event, catalog, late)
     elif isinstance(event, SetHealthy):
         outputs += _set_healthy(state, event)
     return state, outputs
@@ -228,6 +237,76 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
                   late=late, pci=ev.pci_bus_id)  # fmt: skip
 
 
+INSPECT: tuple[RepairAction, ...] = ("HARDWARE_INSPECTION",)
+# service (unit) → health when it is not active where it is needed
+_SERVICE_HEALTH = {"nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])}
+
+
+def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list[HealthState]:
+    """sysfs and host facts: counters become rate or any-occurrence faults, conditions states."""
+    lim, c, e, pci = catalog.limits, ev.component, ev.entity, ev.pci_bus_id
+    out: list[HealthState] = []
+    if ev.kind == "aer":
+        if n := ev.counts.get("fatal", 0):
+            out += _fault(state, ev, c, e, "aer_fatal", REBOOT_THEN_INSPECT, f"PCIe AER fatal errors (+{n})", None,
+                          app=False, late=late, pci=pci, count=n)  # fmt: skip
+        for sev, rate in (("nonfatal", lim.pci.aer_nonfatal), ("correctable", lim.pci.aer_correctable)):
+            if n := ev.counts.get(sev, 0):
+                out += _fault(state, ev, c, e, f"aer_{sev}", INSPECT, f"PCIe AER {sev} errors", None, app=False,
+                              late=late, pci=pci, count=n, health="Degraded", rate=rate)  # fmt: skip
+    elif ev.kind == "edac":
+        if n := ev.counts.get("ue", 0):
+            out += _fault(state, ev, c, e, "edac_ue", REBOOT_THEN_INSPECT, f"uncorrectable memory errors (+{n})",
+                          None, app=False, late=late, count=n)  # fmt: skip
+        if n := ev.counts.get("ce", 0):
+            out += _fault(state, ev, c, e, "edac_ce", INSPECT, "correctable memory errors", None, app=False,
+                          late=late, count=n, health="Degraded", rate=lim.edac.correctable)  # fmt: skip
+    elif ev.kind == "ib_errors":
+        if n := sum(ev.counts.values()):
+            out += _fault(state, ev, c, e, "ib_errors", INSPECT, "InfiniBand port errors", None, app=False,
+                          late=late, count=n, health="Degraded", rate=lim.infiniband.errors)  # fmt: skip
+    elif ev.kind == "ib_port":
+        ib = lim.infiniband
+        if n := ev.counts.get("downs", 0):
+            flaps = Window(threshold=ib.flaps, window_s=ib.flap_window_s)
+            out += _fault(state, ev, c, e, "ib_flapping", INSPECT, "InfiniBand port flapping: went down", None,
+                          app=False, late=late, count=n, health="Degraded", rate=flaps)  # fmt: skip
+        if ev.ok:
+            out += _restored(state, ev, "ib_port")
+        elif ev.time - ev.since >= ib.down_s * 1_000_000_000:
+            out += _fault(state, ev, c, e, "ib_port", INSPECT, f"{ev.message}, down for "
+                          f"{_span((ev.time - ev.since) // 1_000_000_000)}", None, app=False, late=late)  # fmt: skip
+        else:
+            out += _raise(state, ev, c, e, "Degraded", [], ev.message, "ib_port", pci)
+    elif ev.kind in ("link", "thermal", "service"):
+        if ev.ok:
+            out += _restored(state, ev, ev.kind)
+        elif ev.kind == "service":
+            health, actions = _SERVICE_HEALTH.get(e, ("Degraded", []))
+            out += _raise(state, ev, c, e, health, list(actions), ev.message, "service", pci)  # type: ignore[arg-type]
+        else:  # a narrow link retrains on reboot, or is reseated; a hot part needs its cooling looked at
+            ladder = REBOOT_THEN_INSPECT if ev.kind == "link" else INSPECT
+            out += _fault(state, ev, c, e, ev.kind, ladder, ev.message, None, app=False, late=late, pci=pci,
+                          health="Degraded")  # fmt: skip
+    elif ev.kind == "module":
+        out += _restored(state, ev, ev.kind)
+    return out  # pstore records and reboots are stored; the reboot's boot_id did its clearing above
+
+
+def _restored(state: NodeState, ev: HostEvent, cause: str) -> list[HealthState]:
+    """A condition seen fine: clear the state it set, or show the entity once as Healthy."""
+    key = _key(ev.component, ev.entity)
+    cs = state.states.get(key)
+    if cs is None:
+        cs = state.states[key] = ComponentState(component=ev.component, entity=ev.entity, health="Healthy",
+                                                reason="", since=ev.time, pci_bus_id=ev.pci_bus_id,
+                                                gpu_uuid=state.gpu_uuid_by_pci.get(ev.pci_bus_id or ""))  # fmt: skip
+        return [_set(state, ev, cs, "Healthy", ev.message, [])]
+    if cs.health != "Healthy" and cs.cause == cause:
+        return [_set(state, ev, cs, "Healthy", f"restored: {ev.message}", [])]
+    return []
+
+
 def _fault(
     state: NodeState,
     ev: Event,
@@ -242,13 +321,26 @@ def _fault(
     late: bool,
     pci: str | None = None,
     count: int = 1,
+    health: str | None = None,
+    rate: Window | None = None,
 ) -> list[HealthState]:
+    """Record one occurrence of a fault and raise its state: the ladder's rung for the boots it
+    was seen on, the health the action implies (or ``health``); with ``rate``, only once the
+    occurrences inside the window reach the threshold."""
     fault = state.faults.setdefault(_key(component, entity, code_key), Fault(first=ev.time))
     fault.count += count
     fault.last = max(fault.last, ev.time)
     if ev.boot_id and ev.boot_id not in fault.boots:
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]
+    if rate is not None:
+        fault.window.append((ev.time, count))
+        horizon = ev.time - rate.window_s * 1_000_000_000
+        fault.window = [w for w in fault.window if w[0] > horizon]
+        seen = sum(n for _, n in fault.window)
+        if seen < rate.threshold:
+            return []
+        reason = f"{reason}: {seen} in {_span(rate.window_s)}"
     if not ladder:
         return []
     step = min((len(fault.boots) - 1) // 2, len(ladder) - 1) if fault.boots else 0
@@ -259,23 +351,39 @@ def _fault(
     action = ladder[step]
     if step > 0:
         reason += f" (seen on {len(fault.boots)} boots: escalated)"
-    health = health_of(action)
-    if health == "Healthy" or (late and action in REBOOT_CLEARS):
-        return []  # an incident without a state change, or a stale fault from a boot already left
+    if late and action in REBOOT_CLEARS:
+        return []  # a stale fault from a boot already left
+    return _raise(state, ev, component, entity, health or health_of(action), [action], reason, code_key, pci)
+
+
+def _raise(state: NodeState, ev: Event, component: str, entity: str, health: str, actions: list[RepairAction],
+           reason: str, cause: str, pci: str | None) -> list[HealthState]:  # fmt: skip
+    """Move (component, entity) to ``health`` unless it is already as bad or worse (states are sticky)."""
+    if health == "Healthy":
+        return []  # an incident without a state change
     key = _key(component, entity)
     current = state.states.get(key)
-    if current is not None and _worse_or_equal(current, health, action):
+    if current is not None and _worse_or_equal(current, health, actions[0] if actions else None):
         return []
     cs = current or ComponentState(component=component, entity=entity, health="Healthy", reason="", since=ev.time)
     cs.pci_bus_id = pci
     cs.gpu_uuid = state.gpu_uuid_by_pci.get(pci or "")
+    cs.cause = cause
     state.states[key] = cs
-    return [_set(state, ev, cs, health, reason, [action])]
+    return [_set(state, ev, cs, health, reason, actions)]
 
 
-def _worse_or_equal(cs: ComponentState, health: str, action: str) -> bool:
+def _span(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _worse_or_equal(cs: ComponentState, health: str, action: str | None) -> bool:
     cur_action = ACTION_RANK[cs.actions[0]] if cs.actions else -1
-    return (HEALTH_ORDER[cs.health], cur_action) >= (HEALTH_ORDER[health], ACTION_RANK[action])
+    new_action = ACTION_RANK[action] if action else -1
+    return (HEALTH_ORDER[cs.health], cur_action) >= (HEALTH_ORDER[health], new_action)
 
 
 def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:

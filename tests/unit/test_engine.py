@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuhealth.events import Event, HealthState, KernelEvent, SetHealthy, SourceStatus
+from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
 from rules.catalog import load
 from rules.engine import NodeState, apply, decode_state, encode_state
 
@@ -179,8 +179,8 @@ def histories(draw: st.DrawFn) -> list[Event]:
     out: list[Event] = []
     boot = 0
     for i in range(draw(st.integers(1, 40))):
-        choice = draw(st.integers(0, 9))
-        t = (i + 1) * 10**9
+        choice = draw(st.integers(0, 11))
+        t = (i + 1) * 60 * 10**9
         if choice == 0:
             boot += 1
             out.append(
@@ -206,6 +206,30 @@ def histories(draw: st.DrawFn) -> list[Event]:
                     source="gpuctl",
                     component="operator",
                     target_component="accelerator-nvidia-error-xid",
+                )
+            )
+        elif choice >= 10:  # sysfs: rate rules with windows, and conditions that clear
+            kind = draw(st.sampled_from(["aer", "ib_port", "link"]))
+            ok = draw(st.booleans())
+            counts = {
+                "aer": {"correctable": draw(st.integers(0, 80)), "fatal": draw(st.integers(0, 1))},
+                "ib_port": {"downs": draw(st.integers(0, 2))},
+            }.get(kind, {})
+            out.append(
+                HostEvent(
+                    id=f"x{i}",
+                    time=t,
+                    cluster="c",
+                    node="n",
+                    boot_id=f"b{boot}",
+                    source="sysfs",
+                    component="pci" if kind != "ib_port" else "accelerator-nvidia-infiniband",
+                    kind=kind,
+                    entity="0000:04:00.0" if kind != "ib_port" else "mlx5_0:1",
+                    counts=counts,
+                    ok=ok,
+                    since=t - draw(st.integers(0, 400)) * 10**9,
+                    message="m",
                 )
             )
         else:

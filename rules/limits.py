@@ -1,0 +1,76 @@
+"""Thresholds and windows of the component rules: ``limits.toml`` in the package, and a
+site's file on top of it (only keys the defaults have; anything else is an error)."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from gpuhealth.errors import ConfigError
+
+
+class Window(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    threshold: int
+    window_s: int
+
+
+class PciLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    aer_nonfatal: Window
+    aer_correctable: Window
+
+
+class InfinibandLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    down_s: int
+    flaps: int
+    flap_window_s: int
+    errors: Window
+
+
+class EdacLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    correctable: Window
+
+
+class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    pci: PciLimits
+    infiniband: InfinibandLimits
+    edac: EdacLimits
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if key not in base:
+            raise ConfigError(f"rules file: unknown key {where}{key!r} (known: {', '.join(base)})")
+        out[key] = _merge(base[key], value, f"{where}{key}.") if isinstance(base[key], dict) else value
+    return out
+
+
+def defaults_toml() -> dict[str, Any]:
+    return tomllib.loads(resources.files("rules").joinpath("limits.toml").read_text())
+
+
+def parse(site: dict[str, Any] | None = None) -> Limits:
+    try:
+        return msgspec.convert(_merge(defaults_toml(), site or {}), Limits)
+    except msgspec.ValidationError as e:
+        raise ConfigError(f"rules file: {e}") from None
+
+
+def load(path: Path | None = None) -> Limits:
+    if path is None:
+        return default()
+    try:
+        site = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read rules file {path}: {e}") from None
+    return parse(site)
+
+
+@cache
+def default() -> Limits:
+    return parse()
