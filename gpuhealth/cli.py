@@ -23,6 +23,7 @@ from gpuhealth.cli_options import (
     ClickhouseOpt,
     ClusterOpt,
     DataDirOpt,
+    HostIntervalOpt,
     JournalDirOpt,
     JournalOpt,
     JsonOpt,
@@ -33,6 +34,7 @@ from gpuhealth.cli_options import (
     NvmlPollOpt,
     ProcOpt,
     SimulateOpt,
+    SysfsIntervalOpt,
     SysfsOpt,
     data_dir_of,
     print_table,
@@ -85,6 +87,8 @@ def up(
     kmsg_lookback: LookbackOpt = None,
     simulate_gpus: SimulateOpt = None,
     nvml_poll_interval: NvmlPollOpt = None,
+    sysfs_interval: SysfsIntervalOpt = None,
+    host_interval: HostIntervalOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -105,6 +109,8 @@ def up(
         kmsg_lookback=kmsg_lookback,
         simulate_gpus=simulate_gpus,
         nvml_poll_interval=nvml_poll_interval,
+        sysfs_interval=sysfs_interval,
+        host_interval=host_interval,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -124,6 +130,8 @@ def serve_agent(
     kmsg_lookback: LookbackOpt = None,
     simulate_gpus: SimulateOpt = None,
     nvml_poll_interval: NvmlPollOpt = None,
+    sysfs_interval: SysfsIntervalOpt = None,
+    host_interval: HostIntervalOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
@@ -142,6 +150,8 @@ def serve_agent(
         kmsg_lookback=kmsg_lookback,
         simulate_gpus=simulate_gpus,
         nvml_poll_interval=nvml_poll_interval,
+        sysfs_interval=sysfs_interval,
+        host_interval=host_interval,
     )
     argv = agent_argv(nats, opts, allow_inject=allow_inject)
     sys.stdout.flush()

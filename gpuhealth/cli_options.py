@@ -66,3 +66,9 @@ SimulateOpt = Annotated[
     int | None, typer.Option("--simulate-gpus", help="simulate N GPUs (a fake NVML): try gpuhealth anywhere")
 ]
 NvmlPollOpt = Annotated[float | None, typer.Option("--nvml-poll-interval", help="seconds between NVML polls [10]")]
+SysfsIntervalOpt = Annotated[
+    float | None, typer.Option("--sysfs-interval", help="seconds between sysfs polls (default 10)")
+]
+HostIntervalOpt = Annotated[
+    float | None, typer.Option("--host-interval", help="seconds between host polls (default 10)")
+]

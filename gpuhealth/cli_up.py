@@ -44,6 +44,8 @@ class UpOptions:
     kmsg_lookback: float | None = None
     simulate_gpus: int | None = None
     nvml_poll_interval: float | None = None
+    sysfs_interval: float | None = None
+    host_interval: float | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -70,8 +72,10 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
         argv += ["--kmsg-lookback", str(o.kmsg_lookback)]
     if o.simulate_gpus is not None:
         argv += ["--simulate-gpus", str(o.simulate_gpus)]
-    if o.nvml_poll_interval is not None:
-        argv += ["--nvml-poll-interval", str(o.nvml_poll_interval)]
+    for flag, value in (("--nvml-poll-interval", o.nvml_poll_interval), ("--sysfs-interval", o.sysfs_interval),
+                        ("--host-interval", o.host_interval)):  # fmt: skip
+        if value is not None:
+            argv += [flag, str(value)]
     if o.journal:
         argv.append("--journal")
     if o.journal_dir is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
-from producers import journald, sysfs
+from producers import host, journald, poller, sysfs
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
@@ -53,6 +54,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--allow-inject", action="store_true", help="accept inject-fault commands over NATS")
     p.add_argument("--simulate-gpus", type=int, default=None, metavar="N", help="a simulated node with N GPUs")
     p.add_argument("--nvml-poll-interval", type=float, default=10.0, metavar="SECONDS")
+    p.add_argument(
+        "--sysfs-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds between sysfs polls (PCIe AER and links, InfiniBand, EDAC, temperatures)",
+    )
+    p.add_argument(
+        "--host-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds between host polls (CPU, memory, disks, processes; services every 6th)",
+    )
+    p.add_argument(
+        "--disk",
+        action="append",
+        default=None,
+        metavar="MOUNT",
+        help="a mount point whose usage to report (repeatable; default: /)",
+    )
+    p.add_argument(
+        "--pstore-dir",
+        action="append",
+        default=None,
+        type=Path,
+        metavar="DIR",
+        help="where crash records appear (repeatable; default: /sys/fs/pstore, /var/lib/systemd/pstore)",
+    )
     p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -197,10 +227,26 @@ async def run(args: argparse.Namespace) -> int:
                         poll_interval=args.nvml_poll_interval)  # fmt: skip
     first = [(subjects.event_subject(identity.node, s.source), s.id, encode(s)) for s in statuses]
     first += await nvml.open()
+    sysfs_state = poller.PollState(state_dir / "sysfs.state", identity.boot_id)
+    sysfs_poller = sysfs.SysfsPoller(args.sysfs_root, identity, sysfs_state)
+    host_state = poller.PollState(state_dir / "host.state", identity.boot_id)
+    pstore_dirs = args.pstore_dir if args.pstore_dir is not None else [args.sysfs_root / "fs" / "pstore",
+                                                                       Path("/var/lib/systemd/pstore")]  # fmt: skip
+    host_poller = host.HostPoller(args.proc_root, identity, host_state, mounts=args.disk or ["/"],
+                                  pstore_dirs=pstore_dirs, nvswitches=lambda: sysfs_poller.found.nvswitches,
+                                  services_every=max(1, round(60 / args.host_interval)))  # fmt: skip
+    # The first reads happen before the agent says it is ready: what was wrong at start is reported.
+    for state, poll in ((sysfs_state, sysfs_poller.poll), (host_state, host_poller.poll)):
+        state.saved.unacked.extend(await asyncio.to_thread(poll))  # with what an earlier run left unsent
+        state.save()
+        first += state.saved.unacked
     if not nvml.working:  # without NVML, what sysfs knows is the inventory
         inventory = inventory_of(identity, args.sysfs_root)
         first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
     await bus.publish_until_acked(publish, first, stop, what="agent")
+    for state in (sysfs_state, host_state):
+        state.saved.unacked.clear()
+        state.save()
     await serve_injections(nc, identity, args.kmsg_path, args.allow_inject)
     await serve_nvml_injections(nc, identity, nvml, args.allow_inject)
 
@@ -224,6 +270,10 @@ async def run(args: argparse.Namespace) -> int:
 
         tasks.append(asyncio.create_task(supervise("kernel log", run_kernel_log, stop)))
     tasks.append(asyncio.create_task(supervise("nvml", lambda: nvml.run(stop), stop)))
+    for name, state, poll, interval in (("sysfs", sysfs_state, sysfs_poller.poll, args.sysfs_interval),
+                                        ("host", host_state, host_poller.poll, args.host_interval)):  # fmt: skip
+        tasks.append(asyncio.create_task(supervise(name, functools.partial(
+            poller.run_loop, name, poll, state, publish, interval, stop, first_wait=True), stop)))  # fmt: skip
     await stop.wait()
     log.info("agent stopping: draining")
     for t in tasks:

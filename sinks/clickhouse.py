@@ -38,6 +38,7 @@ from gpuhealth.events import (
     DeadLetter,
     Event,
     HealthState,
+    HostEvent,
     Inventory,
     KernelEvent,
     MetricBatch,
@@ -105,6 +106,8 @@ def event_row(ev: Event) -> list[Any]:
         kind, message = "set_healthy", f"{ev.user}: {ev.reason}"
     elif isinstance(ev, NvmlEvent):
         kind, xid, pci, message = ev.kind, ev.xid, ev.pci_bus_id or "", ev.message
+    elif isinstance(ev, HostEvent):  # the entity, counts and condition are in the payload
+        kind, pci, message, count = ev.kind, ev.pci_bus_id or "", ev.message, max(1, sum(ev.counts.values()))
     return [
         ev.id,
         ev.time,
