@@ -1,8 +1,11 @@
 """The node agent at rest: RSS and CPU of `gpuctl serve agent` over DURATION seconds.
 
 8 simulated GPUs, every producer on (kernel log from a FIFO, as /dev/kmsg is
-read: by readiness, not polling; NVML polled every 10 s), against an embedded
-nats-server (not measured). CPU is user + system time of the agent process and
+read: by readiness, not polling; NVML polled every 10 s; sysfs every 10 s over
+a recorded tree with 8 GPUs, 8 NVSwitches and 8 IB ports; the host's real
+/proc every 10 s), against an embedded nats-server (not measured). Before
+that, one sysfs and one host poll cycle are timed in process (CPU time, the
+mean of 200 cycles). CPU is user + system time of the agent process and
 its children, over the wall time; RSS is sampled every 5 s. Goals: ≤ 35 MB RSS,
 ≤ 2 millicores. Prints its figures as one JSON object on the last line.
 
@@ -22,7 +25,13 @@ from pathlib import Path
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gpuhealth.config import NodeIdentity
 from gpuhealth.natsd import EmbeddedNats
+from producers import host, sysfs
+from producers.poller import PollState
+from tests.data import trees
 
 GPUCTL = str(Path(sys.executable).parent / "gpuctl")
 
@@ -32,16 +41,33 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def cycle_cpu_ms(poll: object, cycles: int = 200) -> float:
+    poll()  # type: ignore[operator]  # discovery is not the steady state
+    t0 = time.process_time()
+    for _ in range(cycles):
+        poll()  # type: ignore[operator]
+    return round((time.process_time() - t0) / cycles * 1000, 3)
+
+
 async def main(duration: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        tree = trees.write_h100_sysfs(root / "sys", gpus=8, nvswitches=8, ib_ports=8)
+        identity = NodeIdentity("bench", "bench", "", "b", 0)
+        sysfs_poller = sysfs.SysfsPoller(tree, identity, PollState(None, "b"))
+        host_poller = host.HostPoller(Path("/proc"), identity, PollState(None, "b"), slow_every=10**9)
+        sysfs_ms, host_ms = cycle_cpu_ms(sysfs_poller.poll), cycle_cpu_ms(host_poller.poll)
+        # once a minute: systemctl, pstore and every process's stat (the count of processes drives it)
+        slow_poller = host.HostPoller(Path("/proc"), identity, PollState(None, "b"), slow_every=1)
+        host_slow_ms = cycle_cpu_ms(slow_poller.poll, cycles=20)
+        files = len(sysfs_poller.found.pci) * 7 + len(sysfs_poller.found.ib_ports) * 8 + 2 * 2
         nats = EmbeddedNats(root)
         url = await nats.start()
         fifo = root / "kmsg"
         os.mkfifo(fifo)
         agent = subprocess.Popen(
             [GPUCTL, "serve", "agent", "--nats", url, "--data-dir", str(root / "agent"), "--kmsg-path", str(fifo),
-             "--node", "bench", "--simulate-gpus", "8", "--nvml-poll-interval", "10"],
+             "--node", "bench", "--simulate-gpus", "8", "--nvml-poll-interval", "10", "--sysfs-root", str(tree)],
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         proc = psutil.Process(agent.pid)
@@ -62,6 +88,11 @@ async def main(duration: float) -> None:
         "agent_rss_mib_last": round(rss[-1] / 2**20, 1),
         "goal_rss_mib": 35 / 1.048576,  # 35 MB
         "goal_cpu_millicores": 2,
+        "sysfs_poll_cpu_ms": sysfs_ms,
+        "sysfs_poll_files": files,
+        "host_poll_cpu_ms": host_ms,
+        "host_slow_poll_cpu_ms": host_slow_ms,
+        "host_processes": len(psutil.pids()),
     }
     for name, value in figures.items():
         print(f"{name:24} {value}")

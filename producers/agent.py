@@ -234,7 +234,7 @@ async def run(args: argparse.Namespace) -> int:
                                                                        Path("/var/lib/systemd/pstore")]  # fmt: skip
     host_poller = host.HostPoller(args.proc_root, identity, host_state, mounts=args.disk or ["/"],
                                   pstore_dirs=pstore_dirs, nvswitches=lambda: sysfs_poller.found.nvswitches,
-                                  services_every=max(1, round(60 / args.host_interval)))  # fmt: skip
+                                  slow_every=max(1, round(60 / args.host_interval)))  # fmt: skip
     # The first reads happen before the agent says it is ready: what was wrong at start is reported.
     for state, poll in ((sysfs_state, sysfs_poller.poll), (host_state, host_poller.poll)):
         state.saved.unacked.extend(await asyncio.to_thread(poll))  # with what an earlier run left unsent

@@ -126,7 +126,7 @@ class HostPoller:
         pstore_dirs: Sequence[Path] = PSTORE_DIRS,
         nvswitches: Callable[[], int] = lambda: 0,
         service_states: ServiceStates = systemd_states,
-        services_every: int = 6,
+        slow_every: int = 6,
     ) -> None:
         self.proc_root = proc_root
         self.identity = identity
@@ -135,18 +135,19 @@ class HostPoller:
         self.pstore_dirs = list(pstore_dirs)
         self.nvswitches = nvswitches
         self.service_states = service_states
-        self.services_every = services_every  # polls between service checks: systemctl costs a process
+        # polls between the costly reads: systemctl (a process), pstore, every process's stat
+        self.slow_every = slow_every
         self.polls = 0
         self._cpu_last: tuple[float, float, float] | None = None
 
     def poll(self, now: int | None = None) -> list[Item]:
         t = now_ns() if now is None else now
         events = self._reboot(t)
-        if self.polls % self.services_every == 0:
+        if self.polls % self.slow_every == 0:
             events += self._services(t)
             events += self._pstore(t)
         events += self._modules(t)
-        values = self._metrics()
+        values = self._metrics(slow=self.polls % self.slow_every == 0)
         self.polls += 1
         node = self.identity.node
         items = [(subjects.event_subject(node, SOURCE), e.id, encode(e)) for e in events]
@@ -233,7 +234,7 @@ class HostPoller:
 
     # ---------------------------------------------------------------- metrics
 
-    def _metrics(self) -> dict[str, float]:
+    def _metrics(self, *, slow: bool) -> dict[str, float]:
         psutil.PROCFS_PATH = str(self.proc_root)  # one proc root per agent process
         v: dict[str, float] = {}
         try:
@@ -260,7 +261,8 @@ class HostPoller:
             v["fd_used"], v["fd_max"] = float(fds[0]), float(fds[1])
         if (up := uptime_s(self.proc_root)) is not None:
             v["uptime_s"] = up
-        v["procs_zombie"], v["procs_dstate"] = map(float, process_states(self.proc_root))
+        if slow:  # a read of every process's stat: thousands of files on a busy node, so once a minute
+            v["procs_zombie"], v["procs_dstate"] = map(float, process_states(self.proc_root))
         for mount in self.mounts:
             try:
                 v[f"disk_used_percent.{mount}"] = psutil.disk_usage(mount).percent

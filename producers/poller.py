@@ -40,11 +40,16 @@ Publish = Callable[[list[Item]], Awaitable[None]]
 
 def read_text(path: str, limit: int = 65536) -> str | None:
     """A sysfs/procfs file's content, or None when it is missing or unreadable."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit).decode("utf-8", "replace").strip()
+    try:  # os.open/os.read: a third of the cost of open() on a hot path of hundreds of small files
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        return os.read(fd, limit).decode("utf-8", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def read_int(path: str) -> int | None:

@@ -287,6 +287,7 @@ class SysfsPoller:
         self.rediscover_s = rediscover_s
         self.found = Discovered()
         self._discovered_at = -1e18
+        self._aer_text: dict[str, list[str | None]] = {}
         self.polls = 0
 
     def poll(self, now: int | None = None) -> list[Item]:
@@ -328,10 +329,13 @@ class SysfsPoller:
         return deltas, first
 
     def _aer(self, dev: PciWatch, t: int) -> list[HostEvent]:
+        texts = [read_text(f"{dev.path}/{fname}") for fname in AER_FILES.values()]
+        if self._aer_text.get(dev.bdf) == texts:
+            return []  # the usual case: nothing moved, nothing to parse
+        self._aer_text[dev.bdf] = texts
         totals: dict[str, int] = {}
         detail: dict[str, int] = {}
-        for severity, fname in AER_FILES.items():
-            text = read_text(f"{dev.path}/{fname}")
+        for severity, text in zip(AER_FILES, texts, strict=True):
             table = parse_counter_table(text) if text is not None else None
             if table is None:
                 continue  # no AER capability, or unreadable this time

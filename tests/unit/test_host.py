@@ -42,7 +42,7 @@ def poller(proc: Path, state_file: Path | None = None, *, services: Services | N
            pstore: Sequence[Path] = (), boot: str = trees.BOOT_ID) -> host.HostPoller:  # fmt: skip
     identity = NodeIdentity("c", "n1", "m", boot, 0)
     return host.HostPoller(proc, identity, PollState(state_file, boot), pstore_dirs=pstore,
-                           nvswitches=lambda: switches, service_states=services or Services(), services_every=1)  # fmt: skip
+                           nvswitches=lambda: switches, service_states=services or Services(), slow_every=1)  # fmt: skip
 
 
 def split(items: list[tuple[str, str, bytes]]) -> tuple[list[HostEvent], MetricBatch]:

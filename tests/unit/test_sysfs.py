@@ -289,3 +289,14 @@ def test_no_garbage_in_any_file_makes_the_poller_raise(tree: Path, garbage: list
     n.poll()  # must not raise
     n.poller.rediscover_s = 0
     n.poll()
+
+
+def test_the_tree_vanishing_and_coming_back_is_survived(node: Node, tmp_path: Path) -> None:
+    away = tmp_path / "away"
+    node.root.rename(away)
+    node.poller.rediscover_s = 0
+    assert node.poll() == []  # nothing to read is not a fault, and not an exception
+    away.rename(node.root)
+    assert node.poll() == []  # the same devices in the same condition: nothing new
+    (node.dev() / "current_link_width").write_text("4\n")
+    assert [(e.kind, e.state) for e in node.poll()] == [("link", "x4/x16")]
