@@ -44,6 +44,8 @@ from producers.nvml_read import GpuLost, read_gpu
 log = logging.getLogger("gpuhealth.nvml")
 
 SOURCE = "nvml"
+SLOWDOWN_KEYS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
+RESTATE_NS = 60_000_000_000
 Item = tuple[str, str, bytes]
 Publish = Callable[[list[Item]], Awaitable[None]]
 
@@ -59,6 +61,8 @@ class Gpu:
     remap_pending: bool = False
     remap_failed: bool = False
     lost: bool = False
+    slowdown_reported: int = 0  # when an ongoing HW slowdown was last reported (0: none ongoing)
+    hot: bool = False
 
 
 class NvmlProducer:
@@ -248,6 +252,7 @@ class NvmlProducer:
         if failed and not g.remap_failed:
             items.append(self._event("remap_failed", g, message="row remapping failed"))
         g.remap_pending, g.remap_failed = bool(pending), bool(failed)
+        items += self._conditions(g, r.values)
         t, i = now_ns(), self.identity
         batch = MetricBatch(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
@@ -255,6 +260,27 @@ class NvmlProducer:
             values=r.values, processes=r.processes, errors=r.errors,
         )  # fmt: skip
         items.append((subjects.metric_subject(i.node, SOURCE), batch.id, encode(batch)))
+        return items
+
+    def _conditions(self, g: Gpu, v: dict[str, float]) -> list[Item]:
+        """HW slowdown and temperature as conditions: on change, and an ongoing slowdown once a
+        minute, so the rules can count the minutes it was active in (no clock of their own)."""
+        items = []
+        t = now_ns()
+        why = [k.removesuffix("_slowdown").replace("_", " ") for k in SLOWDOWN_KEYS if v.get(k)]
+        if why and t - g.slowdown_reported >= RESTATE_NS:
+            g.slowdown_reported = t
+            items.append(self._event("slowdown", g, data=1, message=", ".join(why)))
+        elif not why and g.slowdown_reported:
+            g.slowdown_reported = 0
+            items.append(self._event("slowdown", g, data=0, message="ended"))
+        temp, limit = v.get("temperature_gpu_c"), v.get("temperature_slowdown_c")
+        if temp is not None and limit:
+            hot = temp >= limit
+            if hot != g.hot:
+                g.hot = hot
+                message = f"GPU {g.index} at {temp:.0f} C (slowdown at {limit:.0f} C)"
+                items.append(self._event("temperature", g, data=int(hot), message=message))
         return items
 
     # ---------------------------------------------------------------- events

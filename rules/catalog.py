@@ -40,6 +40,8 @@ class Catalog:
     xid: dict[int, Entry]
     sxid: dict[int, Entry]
     limits: Limits
+    # NVLink Xids 144-150: (xid, unit as printed, printed fatal) → action
+    nvlink: dict[tuple[int, str, bool], RepairAction]
 
 
 def _parse(text: str) -> dict[int, Entry]:
@@ -55,6 +57,20 @@ def _parse(text: str) -> dict[int, Entry]:
     return out
 
 
+def _parse_nvlink(text: str) -> dict[tuple[int, str, bool], RepairAction]:
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    out: dict[tuple[int, str, bool], RepairAction] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines)), delimiter="\t"):
+        action = row["action"]
+        if action not in ACTION_RANK:
+            raise ValueError(f"nvlink.tsv: unknown repair action {action!r}")
+        for unit in row["unit"].split("/"):  # "NETIR_LINK_EVT/NETIR_LINK_DOWN": either may be printed
+            key = (int(row["xid"]), unit, row["printed"] == "fatal")
+            if ACTION_RANK[action] >= ACTION_RANK[out.get(key, "IGNORE_NO_ACTION_REQUIRED")]:
+                out[key] = action  # type: ignore[assignment]
+    return out
+
+
 @cache
 def load() -> Catalog:
     files = resources.files("rules").joinpath("catalogs")
@@ -62,4 +78,5 @@ def load() -> Catalog:
         xid=_parse(files.joinpath("xid.tsv").read_text()),
         sxid=_parse(files.joinpath("sxid.tsv").read_text()),
         limits=limits_mod.default(),
+        nvlink=_parse_nvlink(files.joinpath("nvlink.tsv").read_text()),
     )

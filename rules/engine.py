@@ -33,6 +33,7 @@ from gpuhealth.events import (
     HostEvent,
     Inventory,
     KernelEvent,
+    NvlinkDetail,
     NvmlEvent,
     RepairAction,
     SetHealthy,
@@ -153,7 +154,7 @@ def _boot_change(state: NodeState, event: Event) -> list[HealthState]:
         return []
     out = []
     for cs in state.states.values():
-        if cs.health != "Healthy" and cs.actions and cs.actions[0] in REBOOT_CLEARS:
+        if cs.health not in ("Healthy", "Unknown") and (not cs.actions or cs.actions[0] in REBOOT_CLEARS):
             out.append(_set(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
     return out
 
@@ -176,6 +177,13 @@ _KERNEL_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
     "gpu_fallen_off_bus": ("fallen_off_bus", REBOOT_THEN_INSPECT, "GPU has fallen off the bus"),
     "gsp": ("gsp", REBOOT_THEN_INSPECT, "GSP firmware error"),
 }
+# Kernel faults judged by their rate (thresholds in limits.toml [kernel]): kind → (health, ladder, reason).
+_KERNEL_RATES: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
+    "hung_task": ("Degraded", ("REBOOT_SYSTEM",), "hung tasks"),
+    "soft_lockup": ("Degraded", ("REBOOT_SYSTEM",), "CPU soft lockups"),
+    "oom": ("Degraded", ("CHECK_USER_APP_AND_GPU",), "OOM kills"),
+    "nfs": ("Degraded", (), "NFS server not responding"),
+}
 # NVML facts: kind → (component, ladder, reason).
 _NVML_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
     "ecc_dbe": ("accelerator-nvidia-ecc", REBOOT_THEN_INSPECT, "double-bit ECC error"),
@@ -189,7 +197,7 @@ _NVML_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
 
 
 def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, catalog: Catalog, *, late: bool,
-         count: int = 1) -> list[HealthState]:  # fmt: skip
+         count: int = 1, nvlink: NvlinkDetail | None = None) -> list[HealthState]:  # fmt: skip
     """An Xid from the kernel log or from NVML's event: one state per GPU either way."""
     entry = catalog.xid.get(code)
     if entry is None:
@@ -200,6 +208,12 @@ def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, 
         if code == 154 and (m := _XID154.search(message)):
             ladder = (_XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
             reason = f"Xid 154: GPU recovery action changed to {m.group(1)}"
+        elif 144 <= code <= 150 and nvlink is not None and nvlink.fatal is not None:
+            # The unit and Fatal/Nonfatal the driver printed pick the decode rule's action.
+            action = catalog.nvlink.get((code, nvlink.unit, nvlink.fatal))
+            action = action or ("RESET_GPU" if nvlink.fatal else "IGNORE_NO_ACTION_REQUIRED")
+            ladder = (action, "HARDWARE_INSPECTION") if action != "IGNORE_NO_ACTION_REQUIRED" else (action,)
+            reason += f" ({nvlink.unit or 'unit not printed'}, {'fatal' if nvlink.fatal else 'non-fatal'})"
     return _fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason, entry,
                   app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
 
@@ -207,7 +221,7 @@ def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, 
 def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
     pci = ev.pci_bus_id
     if ev.kind == "xid" and ev.xid is not None:
-        return _xid(state, ev, ev.xid, pci, ev.message, catalog, late=late, count=ev.count)
+        return _xid(state, ev, ev.xid, pci, ev.message, catalog, late=late, count=ev.count, nvlink=ev.nvlink)
     if ev.kind == "sxid" and ev.sxid is not None:
         entry = catalog.sxid.get(ev.sxid)
         ladder: tuple[RepairAction, ...] = entry.ladder if entry else ("CHECK_USER_APP_AND_GPU",)
@@ -220,14 +234,40 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
             reason = f"{reason}: {ev.message[:160]}"
         return _fault(state, ev, ev.component, pci or "unknown", code_key, ladder, reason, None, app=False,
                       late=late, pci=pci, count=ev.count)  # fmt: skip
-    return []  # other kinds are stored as events; their component rules are windowed (rules issue)
+    if ev.kind in _KERNEL_RATES:
+        health, ladder, reason = _KERNEL_RATES[ev.kind]
+        rate = getattr(catalog.limits.kernel, ev.kind)
+        return _fault(state, ev, ev.component, ev.node, ev.kind, ladder, reason, None, app=False, late=late,
+                      count=ev.count, health=health, rate=rate)  # fmt: skip
+    if ev.kind == "fs_readonly":
+        reason = f"filesystem read-only: {ev.message[:160]}"
+        return _fault(state, ev, ev.component, ev.node, ev.kind, REBOOT_THEN_INSPECT, reason, None, app=False,
+                      late=late, count=ev.count)  # fmt: skip
+    # AER, link, IB and EDAC lines are stored; their states come from the sysfs counters, which
+    # count every error once (the log may rate-limit or repeat them).
+    return []
 
 
 def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list[HealthState]:
     if ev.kind == "xid" and ev.xid is not None:
         return _xid(state, ev, ev.xid, ev.pci_bus_id, ev.message, catalog, late=late)
+    lim, entity = catalog.limits.nvml, ev.pci_bus_id or ev.node
+    if ev.kind == "ecc_sbe":
+        return _fault(state, ev, "accelerator-nvidia-ecc", entity, "ecc_sbe", (), "corrected (single-bit) ECC errors",
+                      None, app=False, late=late, pci=ev.pci_bus_id, health="Degraded", rate=lim.ecc_sbe)  # fmt: skip
+    if ev.kind == "slowdown" and ev.data:
+        # Counted in whole minutes: the poller restates an ongoing slowdown once a minute.
+        minutes = Window(threshold=lim.slowdown_minutes, window_s=lim.slowdown_window_s)
+        return _fault(state, ev, "accelerator-nvidia-hw-slowdown", entity, "slowdown", INSPECT,
+                      f"hardware slowdown ({ev.message})" if ev.message else "hardware slowdown", None, app=False,
+                      late=late, pci=ev.pci_bus_id, rate=minutes, per_minute=True)  # fmt: skip
+    if ev.kind == "temperature":
+        if not ev.data:
+            return _restored(state, ev, "accelerator-nvidia-temperature", entity, "temperature", ev.message)
+        return _fault(state, ev, "accelerator-nvidia-temperature", entity, "temperature", INSPECT, ev.message, None,
+                      app=False, late=late, pci=ev.pci_bus_id, health="Degraded")  # fmt: skip
     if ev.kind not in _NVML_KINDS:
-        return []  # SBE, clock and power-source events are counted and stored, not states
+        return []  # clock and power-source events are stored, not states
     component, ladder, reason = _NVML_KINDS[ev.kind]
     if ev.kind == "hung":
         reason = f"NVML {ev.message or 'call'} hung"
@@ -272,7 +312,7 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
             out += _fault(state, ev, c, e, "ib_flapping", INSPECT, "InfiniBand port flapping: went down", None,
                           app=False, late=late, count=n, health="Degraded", rate=flaps)  # fmt: skip
         if ev.ok:
-            out += _restored(state, ev, "ib_port")
+            out += _restored(state, ev, c, e, "ib_port", ev.message)
         elif ev.time - ev.since >= ib.down_s * 1_000_000_000:
             out += _fault(state, ev, c, e, "ib_port", INSPECT, f"{ev.message}, down for "
                           f"{_span((ev.time - ev.since) // 1_000_000_000)}", None, app=False, late=late)  # fmt: skip
@@ -280,7 +320,7 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
             out += _raise(state, ev, c, e, "Degraded", [], ev.message, "ib_port", pci)
     elif ev.kind in ("link", "thermal", "service"):
         if ev.ok:
-            out += _restored(state, ev, ev.kind)
+            out += _restored(state, ev, c, e, ev.kind, ev.message)
         elif ev.kind == "service":
             health, actions = _SERVICE_HEALTH.get(e, ("Degraded", []))
             out += _raise(state, ev, c, e, health, list(actions), ev.message, "service", pci)  # type: ignore[arg-type]
@@ -289,21 +329,22 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
             out += _fault(state, ev, c, e, ev.kind, ladder, ev.message, None, app=False, late=late, pci=pci,
                           health="Degraded")  # fmt: skip
     elif ev.kind == "module":
-        out += _restored(state, ev, ev.kind)
+        out += _restored(state, ev, c, e, ev.kind, ev.message)
     return out  # pstore records and reboots are stored; the reboot's boot_id did its clearing above
 
 
-def _restored(state: NodeState, ev: HostEvent, cause: str) -> list[HealthState]:
+def _restored(state: NodeState, ev: HostEvent | NvmlEvent, component: str, entity: str, cause: str,
+              message: str) -> list[HealthState]:  # fmt: skip
     """A condition seen fine: clear the state it set, or show the entity once as Healthy."""
-    key = _key(ev.component, ev.entity)
+    key = _key(component, entity)
     cs = state.states.get(key)
     if cs is None:
-        cs = state.states[key] = ComponentState(component=ev.component, entity=ev.entity, health="Healthy",
+        cs = state.states[key] = ComponentState(component=component, entity=entity, health="Healthy",
                                                 reason="", since=ev.time, pci_bus_id=ev.pci_bus_id,
                                                 gpu_uuid=state.gpu_uuid_by_pci.get(ev.pci_bus_id or ""))  # fmt: skip
-        return [_set(state, ev, cs, "Healthy", ev.message, [])]
+        return [_set(state, ev, cs, "Healthy", message, [])]
     if cs.health != "Healthy" and cs.cause == cause:
-        return [_set(state, ev, cs, "Healthy", f"restored: {ev.message}", [])]
+        return [_set(state, ev, cs, "Healthy", f"restored: {message}", [])]
     return []
 
 
@@ -323,6 +364,7 @@ def _fault(
     count: int = 1,
     health: str | None = None,
     rate: Window | None = None,
+    per_minute: bool = False,
 ) -> list[HealthState]:
     """Record one occurrence of a fault and raise its state: the ladder's rung for the boots it
     was seen on, the health the action implies (or ``health``); with ``rate``, only once the
@@ -334,15 +376,20 @@ def _fault(
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]
     if rate is not None:
-        fault.window.append((ev.time, count))
+        if per_minute:  # count the minutes it was seen in, not how often it was reported
+            minute = ev.time // 60_000_000_000
+            if not fault.window or fault.window[-1][0] // 60_000_000_000 != minute:
+                fault.window.append((ev.time, 1))
+        else:
+            fault.window.append((ev.time, count))
         horizon = ev.time - rate.window_s * 1_000_000_000
         fault.window = [w for w in fault.window if w[0] > horizon]
         seen = sum(n for _, n in fault.window)
         if seen < rate.threshold:
             return []
-        reason = f"{reason}: {seen} in {_span(rate.window_s)}"
-    if not ladder:
-        return []
+        reason = f"{reason}: {seen}{' minutes' if per_minute else ''} in {_span(rate.window_s)}"
+    if not ladder:  # a state to watch, with no repair action
+        return [] if health is None else _raise(state, ev, component, entity, health, [], reason, code_key, pci)
     step = min((len(fault.boots) - 1) // 2, len(ladder) - 1) if fault.boots else 0
     while step > 0 and (
         ACTION_RANK[ladder[step]] <= ACTION_RANK[ladder[0]] or (app and ladder[step] == "HARDWARE_INSPECTION")

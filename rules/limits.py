@@ -35,10 +35,25 @@ class EdacLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     correctable: Window
 
 
+class KernelLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    hung_task: Window
+    soft_lockup: Window
+    oom: Window
+    nfs: Window
+
+
+class NvmlLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ecc_sbe: Window
+    slowdown_minutes: int
+    slowdown_window_s: int
+
+
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pci: PciLimits
     infiniband: InfinibandLimits
     edac: EdacLimits
+    kernel: KernelLimits
+    nvml: NvmlLimits
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any], where: str = "") -> dict[str, Any]:
