@@ -61,6 +61,7 @@ app.command("set-healthy")(cli_kernel.set_healthy)
 app.command("events")(cli_read.events)
 app.command("watch")(cli_read.watch)
 app.command("sql")(cli_read.sql)
+app.command("incidents")(cli_read.incidents)
 app.command("fleet")(cli_read.fleet)
 
 

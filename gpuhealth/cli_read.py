@@ -130,6 +130,49 @@ def events(
     )
 
 
+INCIDENTS_SQL = """
+SELECT id, node, component, entity, code, severity, reason, count, toUnixTimestamp64Nano(first) AS first_ns,
+       toUnixTimestamp64Nano(last) AS last_ns, gpu_uuid, pci_bus_id
+FROM gpuhealth.incidents FINAL
+WHERE last >= now64(9) - toIntervalSecond({since_s:UInt64}) AND ({node:String} = '' OR node = {node:String})
+ORDER BY last DESC, id
+LIMIT {limit:UInt32}
+"""
+
+
+def incidents(
+    since: Annotated[str, typer.Option("--since", help="active in the last: 90s, 15m, 1h, 7d")] = "7d",
+    node: Annotated[str | None, typer.Option("--node", help="only this node")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="at most this many, most recent first")] = 1000,
+    json_out: JsonOpt = False,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """Incidents from ClickHouse: each fault on each entity once, with its count, first and last time."""
+    params = {"since_s": parse_duration(since), "node": node or "", "limit": limit}
+
+    async def read() -> tuple[list[str], list[list[Any]]]:
+        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        try:
+            return await client.sql(nc, INCIDENTS_SQL, params)
+        finally:
+            await nc.close()
+
+    columns, rows = asyncio.run(read())
+    objs = [dict(zip(columns, r, strict=True)) for r in rows]
+    for o in objs:
+        o["first"], o["last"] = iso(int(o.pop("first_ns"))), iso(int(o.pop("last_ns")))
+    if json_out:
+        print(json.dumps(objs, indent=2, default=str))
+        return
+    if not objs:
+        print(f"no incidents in the last {since}")
+        return
+    header = ("LAST", "NODE", "COMPONENT", "ENTITY", "CODE", "SEVERITY", "COUNT", "FIRST", "REASON")
+    fields = ("last", "node", "component", "entity", "code", "severity", "count", "first", "reason")
+    print_table([header] + [tuple(str(o[f])[:80] for f in fields) for o in objs])
+
+
 def sql(
     query: Annotated[
         str, typer.Argument(help="a read-only ClickHouse query, e.g. 'SELECT count() FROM gpuhealth.events'")

@@ -191,6 +191,27 @@ class HealthState(Message, tag="health", kw_only=True):
     pci_bus_id: str | None = None
 
 
+class Incident(Message, tag="incident", kw_only=True):
+    """One fault on one entity over time: opened by its first occurrence, then counted.
+
+    The same (node, entity, code) inside the rules' incident window is the same
+    incident (same id) with a growing ``count``; ``seq`` orders its updates.
+    ``severity`` is the catalog's (Fatal, Critical, Warning, Info) for Xids and
+    SXids, ``Unknown`` for a code no catalog has, else the health it implies."""
+
+    entity: str
+    code: str
+    severity: str
+    reason: str
+    count: int
+    first: Nanos
+    last: Nanos
+    seq: int = 1
+    event_ids: list[str] = []
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+
+
 # ---------------------------------------------------------------- dead letters
 
 
@@ -211,6 +232,7 @@ FAMILIES: dict[str, Any] = {
     "metric": MetricBatch,
     "inventory": Inventory,
     "health": HealthState,
+    "incident": Incident,
     "dlq": DeadLetter,
 }
 
@@ -219,6 +241,7 @@ EVENT_DECODER = msgspec.msgpack.Decoder(Event)
 METRIC_DECODER = msgspec.msgpack.Decoder(MetricBatch)
 INVENTORY_DECODER = msgspec.msgpack.Decoder(Inventory)
 HEALTH_DECODER = msgspec.msgpack.Decoder(HealthState)
+INCIDENT_DECODER = msgspec.msgpack.Decoder(Incident)
 DLQ_DECODER = msgspec.msgpack.Decoder(DeadLetter)
 
 

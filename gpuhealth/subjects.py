@@ -3,6 +3,7 @@
 gpuhealth.v1.event.<node>.<source>        facts a producer saw
 gpuhealth.v1.inventory.<node>             what hardware a node has
 gpuhealth.v1.health.<node>.<component>    derived states, on change only
+gpuhealth.v1.incident.<node>.<component>  faults over time, one id per incident, updated as it grows
 gpuhealth.v1.dlq.<node>.<stage>           messages a consumer could not use
 gpuhealth.v1.cmd.<node>.<verb>            request/reply to one node's agent
 gpuhealth.v1.query.sql                    read-only SQL, answered by the sink
@@ -39,6 +40,10 @@ def health_subject(node: str, component: str) -> str:
     return f"{PREFIX}.health.{token(node)}.{token(component)}"
 
 
+def incident_subject(node: str, component: str) -> str:
+    return f"{PREFIX}.incident.{token(node)}.{token(component)}"
+
+
 def dlq_subject(node_token: str, stage: str) -> str:
     return f"{PREFIX}.dlq.{node_token}.{token(stage)}"
 
@@ -71,8 +76,9 @@ EVENTS = StreamSpec("GPUHEALTH_EVENTS", [f"{PREFIX}.event.>"], 7 * DAY)
 METRICS = StreamSpec("GPUHEALTH_METRICS", [f"{PREFIX}.metric.>"], 2 * DAY, duplicate_window_s=120.0)
 INVENTORY = StreamSpec("GPUHEALTH_INVENTORY", [f"{PREFIX}.inventory.>"], 7 * DAY)
 HEALTH = StreamSpec("GPUHEALTH_HEALTH", [f"{PREFIX}.health.>"], 7 * DAY)
+INCIDENTS = StreamSpec("GPUHEALTH_INCIDENTS", [f"{PREFIX}.incident.>"], 7 * DAY)
 DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_window_s=120.0)
-STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, DLQ)
+STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, INCIDENTS, DLQ)
 
 # Current health per (node, component, entity); the rules' own per-node state;
 # the latest inventory per node.

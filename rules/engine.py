@@ -31,6 +31,7 @@ from gpuhealth.events import (
     Event,
     HealthState,
     HostEvent,
+    Incident,
     Inventory,
     KernelEvent,
     NvlinkDetail,
@@ -40,7 +41,7 @@ from gpuhealth.events import (
     SourceStatus,
     derived_id,
 )
-from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog, Entry
+from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog
 from rules.limits import Window
 
 RECENT_IDS = 512
@@ -61,13 +62,19 @@ class ComponentState(msgspec.Struct, kw_only=True):
 
 
 class Fault(msgspec.Struct, kw_only=True):
-    """One (component, entity, code) over time: an incident with a count."""
+    """One (component, entity, code) over time: the boots it was seen on (for the ladder), the
+    occurrences inside its rate window, and the incident now open: first, last, count."""
 
     boots: list[str] = []
     count: int = 0
     first: int = 0
     last: int = 0
     window: list[tuple[int, int]] = []  # (time, count) inside the rule's window, for rate rules
+    reason: str = ""
+    severity: str = ""
+    pci_bus_id: str | None = None
+    updates: int = 0
+    event_ids: list[str] = []
 
 
 class NodeState(msgspec.Struct, kw_only=True):
@@ -80,6 +87,8 @@ class NodeState(msgspec.Struct, kw_only=True):
     faults: dict[str, Fault] = {}
     gpu_uuid_by_pci: dict[str, str] = {}
     recent: list[str] = []
+    incident_window_ns: int = 3600 * 10**9
+    touched: list[str] = []  # the faults the last event updated: their incidents are outputs
 
 
 _STATE_ENCODER = msgspec.msgpack.Encoder()
@@ -108,11 +117,21 @@ def health_of(action: str) -> str:
 
 
 def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[NodeState, list[HealthState]]:
-    """Apply one event. The engine owns ``state``: it returns it updated."""
+    """Apply one event. The engine owns ``state``: it returns it updated, with the state changes."""
+    state, changes, _ = apply_all(state, event, catalog)
+    return state, changes
+
+
+def apply_all(
+    state: NodeState | None, event: Event, catalog: Catalog
+) -> tuple[NodeState, list[HealthState], list[Incident]]:
+    """Apply one event: the updated state, the health state changes and the incidents it updated."""
     if state is None:
         state = NodeState(node=event.node)
+    state.touched = []
     if event.id in state.recent:
-        return state, []
+        return state, [], []
+    state.incident_window_ns = catalog.limits.incident.window_s * 1_000_000_000
     state.recent.append(event.id)
     del state.recent[:-RECENT_IDS]
     # An operator's event may not know the cluster or machine: keep what the node said.
@@ -129,7 +148,18 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
         outputs += _host(state, event, catalog, late)
     elif isinstance(event, SetHealthy):
         outputs += _set_healthy(state, event)
-    return state, outputs
+    return state, outputs, [_incident(state, event, key) for key in state.touched]
+
+
+def _incident(state: NodeState, ev: Event, key: str) -> Incident:
+    f = state.faults[key]
+    component, entity, code = key.split("\x1f")
+    return Incident(
+        id=derived_id(f.first, state.node, key), time=ev.time, cluster=state.cluster, node=state.node,
+        machine_id=state.machine_id, boot_id=state.boot_id, source="rules", component=component, entity=entity,
+        code=code, severity=f.severity, reason=f.reason, count=f.count, first=f.first, last=f.last, seq=f.updates,
+        event_ids=list(f.event_ids), pci_bus_id=f.pci_bus_id, gpu_uuid=state.gpu_uuid_by_pci.get(f.pci_bus_id or ""),
+    )  # fmt: skip
 
 
 def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
@@ -214,7 +244,8 @@ def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, 
             action = action or ("RESET_GPU" if nvlink.fatal else "IGNORE_NO_ACTION_REQUIRED")
             ladder = (action, "HARDWARE_INSPECTION") if action != "IGNORE_NO_ACTION_REQUIRED" else (action,)
             reason += f" ({nvlink.unit or 'unit not printed'}, {'fatal' if nvlink.fatal else 'non-fatal'})"
-    return _fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason, entry,
+    return _fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason,
+                  entry.severity if entry else "Unknown",
                   app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
 
 
@@ -226,7 +257,8 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
         entry = catalog.sxid.get(ev.sxid)
         ladder: tuple[RepairAction, ...] = entry.ladder if entry else ("CHECK_USER_APP_AND_GPU",)
         reason = f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}"
-        return _fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, entry,
+        severity = entry.severity if entry else "Unknown"
+        return _fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, severity,
                       app=False, late=late, pci=pci, count=ev.count)  # fmt: skip
     if ev.kind in _KERNEL_KINDS:
         code_key, ladder, reason = _KERNEL_KINDS[ev.kind]
@@ -356,7 +388,7 @@ def _fault(
     code_key: str,
     ladder: tuple[RepairAction, ...],
     reason: str,
-    entry: Entry | None,
+    severity: str | None,
     *,
     app: bool,
     late: bool,
@@ -369,9 +401,20 @@ def _fault(
     """Record one occurrence of a fault and raise its state: the ladder's rung for the boots it
     was seen on, the health the action implies (or ``health``); with ``rate``, only once the
     occurrences inside the window reach the threshold."""
-    fault = state.faults.setdefault(_key(component, entity, code_key), Fault(first=ev.time))
+    key = _key(component, entity, code_key)
+    fault = state.faults.setdefault(key, Fault(first=ev.time, last=ev.time))
+    if ev.time - fault.last > state.incident_window_ns:  # quiet for a window: a new incident
+        fault.first, fault.count, fault.updates, fault.event_ids = ev.time, 0, 0, []
     fault.count += count
     fault.last = max(fault.last, ev.time)
+    fault.updates += 1
+    fault.event_ids = [*fault.event_ids[-7:], ev.id]
+    fault.reason, fault.pci_bus_id = reason, pci
+    fault.severity = severity or health or (health_of(ladder[0]) if ladder else "Info")
+    if fault.severity == "Healthy":
+        fault.severity = "Info"
+    if key not in state.touched:
+        state.touched.append(key)
     if ev.boot_id and ev.boot_id not in fault.boots:
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]

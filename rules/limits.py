@@ -48,7 +48,12 @@ class NvmlLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     slowdown_window_s: int
 
 
+class IncidentLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    window_s: int
+
+
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    incident: IncidentLimits
     pci: PciLimits
     infiniband: InfinibandLimits
     edac: EdacLimits

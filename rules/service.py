@@ -18,9 +18,18 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from gpuhealth import bus, subjects
-from gpuhealth.events import EVENT_DECODER, INVENTORY_DECODER, Event, HealthState, Inventory, encode
+from gpuhealth.events import (
+    EVENT_DECODER,
+    INVENTORY_DECODER,
+    Event,
+    HealthState,
+    Incident,
+    Inventory,
+    derived_id,
+    encode,
+)
 from rules import catalog as catalog_mod
-from rules.engine import NodeState, apply, apply_inventory, decode_state, encode_state
+from rules.engine import NodeState, apply_all, apply_inventory, decode_state, encode_state
 
 log = logging.getLogger("gpuhealth.rules")
 
@@ -35,6 +44,7 @@ class RulesService:
         self.kv_health: KeyValue | None = None
         self.kv_inventory: KeyValue | None = None
         self.states_published = 0
+        self.incidents_published = 0
         # The event and inventory consumers both load, change and save node states: one at a
         # time, or two loads of the same node race and the last save drops the other's change.
         self._lock = asyncio.Lock()
@@ -63,14 +73,21 @@ class RulesService:
         assert self.kv_rules is not None and self.kv_health is not None
         touched: dict[str, NodeState] = {}
         outputs: list[HealthState] = []
+        incidents: dict[str, Incident] = {}
         for ev in events:
-            state, out = apply(await self._node(ev.node), ev, self.catalog)
+            state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog)
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
+            incidents.update((i.id, i) for i in inc)  # a batch publishes each incident's latest update
+        items = [(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
+        items += [
+            (subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
+            for i in incidents.values()
+        ]
+        if items:
+            await bus.publish_batch(self.js, items)
+            self.incidents_published += len(incidents)
         if outputs:
-            await bus.publish_batch(
-                self.js, [(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
-            )
             latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
             for key, h in latest.items():
                 await self.kv_health.put(key, encode(h))

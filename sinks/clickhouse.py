@@ -33,12 +33,14 @@ from gpuhealth.events import (
     DLQ_DECODER,
     EVENT_DECODER,
     HEALTH_DECODER,
+    INCIDENT_DECODER,
     INVENTORY_DECODER,
     METRIC_DECODER,
     DeadLetter,
     Event,
     HealthState,
     HostEvent,
+    Incident,
     Inventory,
     KernelEvent,
     MetricBatch,
@@ -89,6 +91,8 @@ HEALTH_COLUMNS = [
     "gpu_uuid",
     "pci_bus_id",
 ]
+INCIDENT_COLUMNS = ["id", "seq", "time", "cluster", "node", "boot_id", "component", "entity", "code", "severity",
+                    "reason", "count", "first", "last", "event_ids", "gpu_uuid", "pci_bus_id"]  # fmt: skip
 DLQ_COLUMNS = ["id", "time", "stage", "subject", "reason", "headers", "data"]
 METRIC_COLUMNS = ["batch_id", "time", "cluster", "node", "entity", "gpu_uuid", "name", "value"]
 PROCESS_COLUMNS = ["batch_id", "time", "cluster", "node", "gpu_uuid", "pci_bus_id", "pid", "process",
@@ -148,6 +152,11 @@ def health_row(h: HealthState) -> list[Any]:
         h.gpu_uuid or "",
         h.pci_bus_id or "",
     ]
+
+
+def incident_row(i: Incident) -> list[Any]:
+    return [i.id, i.seq, i.time, i.cluster, i.node, i.boot_id, i.component, i.entity, i.code, i.severity, i.reason,
+            i.count, i.first, i.last, list(i.event_ids), i.gpu_uuid or "", i.pci_bus_id or ""]  # fmt: skip
 
 
 def metric_rows(b: MetricBatch) -> list[list[Any]]:
@@ -276,6 +285,14 @@ class Store:
             self.client.insert(f"{self.database}.{table}", fresh, column_names=columns)
         return len(fresh)
 
+    def insert(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
+        """A plain insert, for tables whose engine makes a repeated row harmless."""
+        if self.client is None:
+            self.connect()
+        if rows:
+            self.client.insert(f"{self.database}.{table}", list(rows), column_names=columns)
+        return len(rows)
+
     def query(self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
         if self.client is None:
             self.connect()
@@ -333,6 +350,12 @@ class SinkService:
             self.store.insert_new, "health_states", HEALTH_COLUMNS, [health_row(h) for h in states]
         )
 
+    async def handle_incidents(self, incidents: list[Incident]) -> None:
+        # A repeat of an update is the same (id, seq): ReplacingMergeTree keeps one, so no lookup first.
+        rows = [incident_row(i) for i in incidents]
+
+        self.rows_written += await self.store.run(self.store.insert, "incidents", INCIDENT_COLUMNS, rows)
+
     async def handle_metrics(self, batches: list[MetricBatch]) -> None:
         metrics = [row for b in batches for row in metric_rows(b)]
         processes = [row for b in batches for row in process_rows(b)]
@@ -378,6 +401,7 @@ class SinkService:
         wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [
             (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
             (subjects.HEALTH, HEALTH_DECODER, self.handle_health, "sink"),
+            (subjects.INCIDENTS, INCIDENT_DECODER, self.handle_incidents, "sink"),
             (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink"),
             (subjects.INVENTORY, INVENTORY_DECODER, self.handle_inventory, "sink"),
             (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered

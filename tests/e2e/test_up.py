@@ -313,3 +313,20 @@ def test_fleet_view_scores_nodes_and_gpus(simulated_stack: Up) -> None:
     assert node["oldest_open"]["component"] == "accelerator-nvidia-error-xid"
     r = gpuctl("fleet", "--data-dir", data)
     assert r.returncode == 0 and "Critical" in r.stdout and "1/8" in r.stdout
+
+
+def test_a_repeated_fault_is_one_incident_with_its_count(up_stack: Up) -> None:
+    for _ in range(3):
+        r = gpuctl("inject-fault", "--xid", "31", "--pci", "0000:07:00.0", "--kmsg-path", str(up_stack.kmsg))
+        assert r.returncode == 0, r.stderr
+
+    def incidents() -> list[dict[str, Any]]:
+        code, out = gpuctl_json("incidents", "--data-dir", str(up_stack.data_dir))
+        return list(out) if code == 0 and isinstance(out, list) else []
+
+    wait_for(lambda: [i["count"] for i in incidents()] == [3], timeout=30)
+    [inc] = incidents()
+    assert (inc["code"], inc["entity"], inc["component"]) == ("xid:31", "0000:07:00.0", "accelerator-nvidia-error-xid")
+    assert inc["severity"] and inc["first"] <= inc["last"]
+    table = gpuctl("incidents", "--data-dir", str(up_stack.data_dir))
+    assert table.returncode == 0 and "xid:31" in table.stdout

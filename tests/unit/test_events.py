@@ -86,4 +86,4 @@ def test_json_schema_validates_real_messages() -> None:
 
 
 def test_families_cover_every_wire_type() -> None:
-    assert set(events.FAMILIES) == {"event", "metric", "inventory", "health", "dlq"}
+    assert set(events.FAMILIES) == {"event", "metric", "inventory", "health", "incident", "dlq"}

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, NvlinkDetail, NvmlEvent
+from gpuhealth.events import Event, HealthState, HostEvent, Incident, KernelEvent, NvlinkDetail, NvmlEvent
 from producers.klog import COMPONENT_OF_KIND
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import NodeState, apply, apply_all
 
 CAT = load()
 LIM = CAT.limits
@@ -177,3 +177,39 @@ def test_a_storm_of_100000_xid_95_lines_is_one_incident_and_one_state_change() -
     assert len(out) == 1 and out[0].health == "Unhealthy"
     [fault] = [f for k, f in state.faults.items() if k.endswith("xid:95")]
     assert fault.count == 100_000
+
+
+def incidents_of(events: list[Event]) -> list[Incident]:
+    state: NodeState | None = None
+    out: list[Incident] = []
+    for ev in events:
+        state, _, inc = apply_all(state, ev, CAT)
+        out += inc
+    return out
+
+
+def test_a_storm_is_one_incident_updated_with_its_count() -> None:
+    events: list[Event] = [kernel("xid", s / 60, xid=95, pci_bus_id=GPU, count=10_000) for s in range(10)]
+    out = incidents_of(events)
+    assert len({i.id for i in out}) == 1
+    last = out[-1]
+    assert (last.count, last.seq, last.code, last.severity) == (100_000, 10, "xid:95", CAT.xid[95].severity)
+    assert (last.first, last.last) == (events[0].time, events[-1].time)
+
+
+def test_an_unknown_code_is_an_unknown_severity_incident_never_dropped() -> None:
+    [inc] = incidents_of([kernel("xid", xid=9999, pci_bus_id=GPU)])
+    assert (inc.severity, inc.reason, inc.code) == ("Unknown", "unrecognised Xid 9999", "xid:9999")
+
+
+def test_an_informational_code_is_an_incident_without_a_state() -> None:
+    state, changes, incidents = apply_all(None, kernel("xid", xid=164, pci_bus_id=GPU), CAT)
+    assert changes == [] and [(i.code, i.severity) for i in incidents] == [("xid:164", CAT.xid[164].severity)]
+
+
+def test_the_same_fault_after_a_quiet_window_is_a_new_incident() -> None:
+    window_min = LIM.incident.window_s / 60
+    out = incidents_of(
+        [kernel("xid", 0, xid=13, pci_bus_id=GPU), kernel("xid", window_min + 1, xid=13, pci_bus_id=GPU)]
+    )
+    assert len({i.id for i in out}) == 2 and out[-1].count == 1
