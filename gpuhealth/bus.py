@@ -27,7 +27,15 @@ import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    KeyValueConfig,
+    StorageType,
+    StreamConfig,
+    SubjectTransform,
+)
 
 from gpuhealth import subjects
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
@@ -104,6 +112,7 @@ async def _provision_once(js: JetStreamContext, replicas: int) -> None:
             max_msg_size=spec.max_msg_size,
             storage=StorageType.FILE,
             num_replicas=replicas,
+            subject_transform=SubjectTransform(*spec.transform) if spec.transform else None,
         )
         try:
             await js.add_stream(config)
@@ -178,6 +187,7 @@ class Consumer(Generic[T]):
         stream: str,
         durable: str,
         filter_subject: str,
+        filter_subjects: list[str] | None = None,
         decoder: msgspec.msgpack.Decoder[T],
         stage: str,
         handle: Callable[[list[T]], Awaitable[None]],
@@ -188,6 +198,9 @@ class Consumer(Generic[T]):
         self.stream = stream
         self.durable = durable
         self.filter_subject = filter_subject
+        self.filter_subjects = filter_subjects if filter_subjects and len(filter_subjects) > 1 else None
+        if filter_subjects and len(filter_subjects) == 1:
+            self.filter_subject = filter_subjects[0]
         self.decoder = decoder
         self.stage = stage
         self.handle = handle
@@ -236,6 +249,7 @@ class Consumer(Generic[T]):
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
             deliver_policy=DeliverPolicy.ALL,
+            filter_subjects=self.filter_subjects,
         )
         while True:
             try:

@@ -33,6 +33,7 @@ from gpuhealth.cli_options import (
     NodeOpt,
     NvmlPollOpt,
     ProcOpt,
+    RulesFileOpt,
     SimulateOpt,
     SysfsIntervalOpt,
     SysfsOpt,
@@ -90,6 +91,7 @@ def up(
     nvml_poll_interval: NvmlPollOpt = None,
     sysfs_interval: SysfsIntervalOpt = None,
     host_interval: HostIntervalOpt = None,
+    rules_file: RulesFileOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -112,6 +114,7 @@ def up(
         nvml_poll_interval=nvml_poll_interval,
         sysfs_interval=sysfs_interval,
         host_interval=host_interval,
+        rules_file=rules_file,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -159,13 +162,41 @@ def serve_agent(
     os.execv(argv[0], argv)
 
 
+rules_app = typer.Typer(help="The rules' thresholds and windows.", no_args_is_help=True)
+app.add_typer(rules_app, name="rules")
+
+
+@rules_app.command("check")
+def rules_check(
+    path: Annotated[Path, typer.Argument(help="a rules file (TOML), e.g. one with [infiniband] down_s = 120")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Validate a rules file and print what it changes from the defaults (exit 1 when it is not valid)."""
+    from rules import limits
+
+    changes = limits.check(path)
+    if json_out:
+        print(json.dumps([{"key": k, "default": d, "value": v} for k, d, v in changes], indent=2))
+        return
+    if not changes:
+        print(f"{path}: valid, the same as the defaults")
+        return
+    print(f"{path}: valid, {len(changes)} change{'s' if len(changes) != 1 else ''} from the defaults")
+    print_table([("KEY", "DEFAULT", "THIS FILE")] + [(k, str(d), str(v)) for k, d, v in changes])
+
+
 @serve_app.command("rules")
-def serve_rules(nats: Annotated[str, typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL")]) -> None:
-    """The rules service: events in, health states out."""
+def serve_rules(
+    nats: Annotated[str, typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL")],
+    instance: Annotated[int, typer.Option("--instance", help="this instance's number, 0-based")] = 0,
+    instances: Annotated[int, typer.Option("--instances", help="how many instances share the nodes (<= 16)")] = 1,
+    rules_file: RulesFileOpt = None,
+) -> None:
+    """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuhealth.cli_up import serve_rules as run
 
     _log_to_stderr()
-    raise typer.Exit(asyncio.run(run(nats)))
+    raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file)))
 
 
 @serve_app.command("sink")

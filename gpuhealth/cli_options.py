@@ -72,3 +72,7 @@ SysfsIntervalOpt = Annotated[
 HostIntervalOpt = Annotated[
     float | None, typer.Option("--host-interval", help="seconds between host polls (default 10)")
 ]
+RulesFileOpt = Annotated[
+    Path | None,
+    typer.Option("--rules", help="a rules file (TOML) over the default thresholds; see 'gpuctl rules check'"),
+]

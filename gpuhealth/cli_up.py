@@ -22,6 +22,7 @@ from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_i
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
 from gpuhealth.natsd import EmbeddedNats, die_with_parent
+from rules import limits as limits_mod
 from rules.service import RulesService
 from sinks.clickhouse import SinkService, Store, chdb_dsn
 
@@ -46,6 +47,7 @@ class UpOptions:
     nvml_poll_interval: float | None = None
     sysfs_interval: float | None = None
     host_interval: float | None = None
+    rules_file: Path | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -129,6 +131,7 @@ class Agent:
 
 
 async def run_up(o: UpOptions) -> int:
+    limits = limits_mod.load(o.rules_file)  # a bad rules file fails before anything starts
     o.data_dir.mkdir(parents=True, exist_ok=True)
     existing = read_run_info(o.data_dir)
     if existing is not None and _alive(existing.pid):
@@ -149,7 +152,7 @@ async def run_up(o: UpOptions) -> int:
         js = nc.jetstream()
         await bus.provision(js)
         await store.run(store.connect)
-        tasks.append(asyncio.create_task(RulesService(js).run(stop)))
+        tasks.append(asyncio.create_task(RulesService(js, limits=limits).run(stop)))
         tasks.append(asyncio.create_task(SinkService(nc, js, store).run(stop)))
         agent = Agent(agent_argv(url, o, allow_inject=True))
         ready = await agent.start()
@@ -219,12 +222,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def serve_rules(nats_url: str) -> int:
+async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None) -> int:
+    limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     stop = bus.stop_on_signals()
-    nc = await bus.connect(nats_url, "gpuhealth-rules")
+    nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
     js = nc.jetstream()
     await bus.provision(js)
-    await RulesService(js).run(stop)
+    await RulesService(js, instance=instance, instances=instances, limits=limits).run(stop)
     await bus.shutdown(nc)
     return 0
 

@@ -1,7 +1,7 @@
 """Subject names, JetStream streams and KV buckets: the bus's address book.
 
-gpuhealth.v1.event.<node>.<source>        facts a producer saw
-gpuhealth.v1.inventory.<node>             what hardware a node has
+gpuhealth.v1.event.<node>.<source>        facts a producer saw (stored with a partition token appended)
+gpuhealth.v1.inventory.<node>             what hardware a node has (likewise)
 gpuhealth.v1.health.<node>.<component>    derived states, on change only
 gpuhealth.v1.incident.<node>.<component>  faults over time, one id per incident, updated as it grows
 gpuhealth.v1.dlq.<node>.<stage>           messages a consumer could not use
@@ -69,16 +69,42 @@ class StreamSpec:
     duplicate_window_s: float = 600.0
     max_msg_size: int = 1 << 20
     extra: dict[str, object] = field(default_factory=dict)
+    # (src, dest) of the stream's subject transform: how stored subjects differ from published ones
+    transform: tuple[str, str] | None = None
+
+
+# Events and inventory are stored with a last token that is a hash of the node: rules instances
+# share the work by taking disjoint sets of partitions, and each node's messages stay in order on
+# one instance. Fixed: changing it would move nodes between instances with state in flight.
+PARTITIONS = 16
 
 
 DAY = 86400.0
-EVENTS = StreamSpec("GPUHEALTH_EVENTS", [f"{PREFIX}.event.>"], 7 * DAY)
+EVENTS = StreamSpec(
+    "GPUHEALTH_EVENTS", [f"{PREFIX}.event.>"], 7 * DAY,
+    transform=(f"{PREFIX}.event.*.*", f"{PREFIX}.event.{{{{wildcard(1)}}}}.{{{{wildcard(2)}}}}"
+                                      f".{{{{partition({PARTITIONS},1)}}}}"),
+)  # fmt: skip
 METRICS = StreamSpec("GPUHEALTH_METRICS", [f"{PREFIX}.metric.>"], 2 * DAY, duplicate_window_s=120.0)
-INVENTORY = StreamSpec("GPUHEALTH_INVENTORY", [f"{PREFIX}.inventory.>"], 7 * DAY)
+INVENTORY = StreamSpec(
+    "GPUHEALTH_INVENTORY", [f"{PREFIX}.inventory.>"], 7 * DAY,
+    transform=(f"{PREFIX}.inventory.*", f"{PREFIX}.inventory.{{{{wildcard(1)}}}}.{{{{partition({PARTITIONS},1)}}}}"),
+)  # fmt: skip
 HEALTH = StreamSpec("GPUHEALTH_HEALTH", [f"{PREFIX}.health.>"], 7 * DAY)
 INCIDENTS = StreamSpec("GPUHEALTH_INCIDENTS", [f"{PREFIX}.incident.>"], 7 * DAY)
 DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_window_s=120.0)
 STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, INCIDENTS, DLQ)
+
+
+def partition_filters(spec: StreamSpec, instance: int, instances: int) -> list[str]:
+    """The stored subjects one of ``instances`` rules instances consumes (all of them for one)."""
+    if not 0 <= instance < instances <= PARTITIONS:
+        raise ValueError(f"instance {instance} of {instances}: need 0 <= instance < instances <= {PARTITIONS}")
+    if instances == 1 or spec.transform is None:
+        return list(spec.subjects)
+    stem = spec.transform[0]  # "gpuhealth.v1.event.*.*": stored subjects add one token
+    return [f"{stem}.{p}" for p in range(PARTITIONS) if p % instances == instance]
+
 
 # Current health per (node, component, entity); the rules' own per-node state;
 # the latest inventory per node.

@@ -81,6 +81,21 @@ def parse(site: dict[str, Any] | None = None) -> Limits:
         raise ConfigError(f"rules file: {e}") from None
 
 
+def _flat(d: dict[str, Any], where: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{where}{k}.") if isinstance(v, dict) else {f"{where}{k}": v})
+    return out
+
+
+def check(path: Path) -> list[tuple[str, Any, Any]]:
+    """Validate a rules file; (key, default, the file's value) for every key it changes."""
+    load(path)
+    defaults = _flat(defaults_toml())
+    site = _flat(tomllib.loads(path.read_text()))
+    return [(k, defaults[k], v) for k, v in sorted(site.items()) if defaults[k] != v]
+
+
 def load(path: Path | None = None) -> Limits:
     if path is None:
         return default()

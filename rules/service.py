@@ -11,6 +11,7 @@ engine recognises as already applied or recomputes identically.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 import nats.js.errors
@@ -30,15 +31,34 @@ from gpuhealth.events import (
 )
 from rules import catalog as catalog_mod
 from rules.engine import NodeState, apply_all, apply_inventory, decode_state, encode_state
+from rules.limits import Limits
 
 log = logging.getLogger("gpuhealth.rules")
 
 
 class RulesService:
-    def __init__(self, js: JetStreamContext, *, durable: str = "rules") -> None:
+    """One rules instance. With ``instances`` > 1, instance ``instance`` takes the nodes whose
+    partition (a hash of the node name, in the stored subject) is ``instance`` modulo ``instances``:
+    each node's events in order on one instance, its state written by that instance alone."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        durable: str = "rules",
+        instance: int = 0,
+        instances: int = 1,
+        limits: Limits | None = None,
+        batch: int = 1000,
+    ) -> None:
         self.js = js
-        self.durable = durable
+        self.batch = batch
+        self.instance, self.instances = instance, instances
+        subjects.partition_filters(subjects.EVENTS, instance, instances)  # validates the pair
+        self.durable = durable if instances == 1 else f"{durable}-{instance}of{instances}"
         self.catalog = catalog_mod.load()
+        if limits is not None:
+            self.catalog = dataclasses.replace(self.catalog, limits=limits)
         self.nodes: dict[str, NodeState] = {}
         self.kv_rules: KeyValue | None = None
         self.kv_health: KeyValue | None = None
@@ -115,15 +135,18 @@ class RulesService:
             stream=subjects.EVENTS.name,
             durable=self.durable,
             filter_subject=subjects.EVENTS.subjects[0],
+            filter_subjects=subjects.partition_filters(subjects.EVENTS, self.instance, self.instances),
             decoder=EVENT_DECODER,
             stage="rules",
             handle=self.handle_events,
+            batch=self.batch,
         )
         inventory = bus.Consumer(
             self.js,
             stream=subjects.INVENTORY.name,
             durable=f"{self.durable}-inventory",
             filter_subject=subjects.INVENTORY.subjects[0],
+            filter_subjects=subjects.partition_filters(subjects.INVENTORY, self.instance, self.instances),
             decoder=INVENTORY_DECODER,
             stage="rules",
             handle=self.handle_inventory,

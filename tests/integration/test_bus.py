@@ -81,7 +81,8 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -
     letters = [DLQ_DECODER.decode(m.data) for m in await sub.fetch(3, timeout=5)]
     reasons = sorted(letter.reason.split(":")[0] for letter in letters)
     assert reasons == ["undecodable", "undecodable", "unknown schema version '99' (this consumer reads 1)"]
-    assert {letter.subject for letter in letters} == {subject}
+    # The stored subject: the stream appends the node's partition token.
+    assert {letter.subject.rsplit(".", 1)[0] for letter in letters} == {subject}
     assert b"\xc1 not msgpack" in {letter.data for letter in letters}
     # Everything was acknowledged: nothing is redelivered to the consumer.
     await until_acked(js, "t")
@@ -143,7 +144,7 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
         doomed.jetstream(),
         stream=subjects.EVENTS.name,
         durable="w",
-        filter_subject=subject,
+        filter_subject=f"{subject}.>",
         decoder=EVENT_DECODER,
         stage="t",
         handle=None,
@@ -163,7 +164,7 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
         if len(set(seen)) == 10:
             stop.set()
 
-    successor = bus.Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=subject,
+    successor = bus.Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=f"{subject}.>",
                              decoder=EVENT_DECODER, stage="t", handle=handle, batch=5, ack_wait_s=1.0)  # fmt: skip
     async with asyncio.timeout(20):
         await successor.run(stop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -11,6 +12,8 @@ from nats.js import JetStreamContext
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import HEALTH_DECODER, Event, KernelEvent, SourceStatus, encode
+from rules.catalog import load
+from rules.engine import NodeState, apply
 from rules.service import RulesService
 
 
@@ -103,3 +106,95 @@ async def test_a_restarted_service_resumes_without_realerting(nc: NATS) -> None:
     assert states[("accelerator-nvidia-error-xid", "0000:04:00.0")].health == "Healthy"
     assert states[("kernel-log", "gpu-1")].health == "Healthy"
     assert (await js.stream_info(subjects.HEALTH.name)).state.messages == stream_before + 2
+
+
+def history(nodes: int, per_node: int) -> list[Event]:
+    """Each node: Xids on one GPU over two boots, so states open, clear on the reboot and reopen."""
+    out: list[Event] = []
+    for n in range(nodes):
+        for i in range(per_node):
+            boot = "b1" if i < per_node // 2 else "b2"
+            out.append(xid(n * 1000 + i, (79, 13, 48, 31)[i % 4], boot=boot, node=f"node-{n:03d}"))
+    return out
+
+
+def expected_states(events: list[Event]) -> dict[tuple[str, str, str], tuple[str, list[str]]]:
+    states: dict[str, NodeState] = {}
+    for ev in events:
+        states[ev.node], _ = apply(states.get(ev.node), ev, load())
+    return {(node, cs.component, cs.entity): (cs.health, list(cs.actions))
+            for node, st in states.items() for cs in st.states.values()}  # fmt: skip
+
+
+async def published_states(nc: NATS) -> dict[tuple[str, str, str], tuple[str, list[str]]]:
+    return {(h.node, h.component, h.entity): (h.health, list(h.repair_actions)) for h in await client.health_states(nc)}
+
+
+async def test_two_instances_share_the_nodes_and_agree_with_one_engine(nc: NATS) -> None:
+    js = nc.jetstream()
+    events = history(nodes=40, per_node=6)
+    a, b = RulesService(js, instance=0, instances=2), RulesService(js, instance=1, instances=2)
+    await a.start()
+    await publish(js, events)
+    want = expected_states(events)
+    stop = asyncio.Event()
+    seen: dict[str, set[str]] = {"a": set(), "b": set()}
+    for name, svc in (("a", a), ("b", b)):
+        handle = svc.handle_events
+
+        async def spy(evs: list[Event], handle: Callable[..., Any] = handle, name: str = name) -> None:
+            seen[name].update(e.node for e in evs)
+            await handle(evs)
+
+        svc.handle_events = spy  # type: ignore[method-assign]
+    tasks = [asyncio.create_task(s.run(stop)) for s in (a, b)]
+    try:
+        async with asyncio.timeout(20):
+            while await published_states(nc) != want:
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    assert seen["a"] and seen["b"] and not seen["a"] & seen["b"]  # every node on exactly one instance
+    assert len(seen["a"] | seen["b"]) == 40
+
+
+async def test_a_service_restarted_mid_stream_ends_where_an_uninterrupted_run_does(nc: NATS) -> None:
+    js = nc.jetstream()
+    events = history(nodes=5, per_node=40)
+    first = RulesService(js, batch=10)
+    await first.start()
+    await publish(js, events)
+    # Stop the first process part-way (its handler stops it after 60 events), then let a second
+    # one, with the engine state from KV, finish the stream.
+    stop_first = asyncio.Event()
+    handled = 0
+    handle = first.handle_events
+
+    async def counting(evs: list[Event]) -> None:
+        nonlocal handled
+        await handle(evs)
+        handled += len(evs)
+        if handled >= 60:
+            stop_first.set()
+
+    first.handle_events = counting  # type: ignore[method-assign]
+    async with asyncio.timeout(10):
+        await first.run(stop_first)
+    assert 60 <= handled < len(events)
+    second = RulesService(js)
+    want = expected_states(events)
+
+    async def done() -> bool:
+        return await published_states(nc) == want
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(second.run(stop))
+    try:
+        async with asyncio.timeout(20):
+            while not await done():
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task
+    assert second.states_published > 0  # the second instance did its part
