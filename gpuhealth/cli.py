@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import cli_kernel, cli_read, client
+from gpuhealth import cli_kernel, cli_read, cli_rules, client
 from gpuhealth.cli_options import (
     ClickhouseOpt,
     ClusterOpt,
@@ -63,6 +63,8 @@ app.command("events")(cli_read.events)
 app.command("watch")(cli_read.watch)
 app.command("sql")(cli_read.sql)
 app.command("incidents")(cli_read.incidents)
+app.add_typer(cli_rules.rules_app, name="rules")
+app.command("replay")(cli_rules.replay)
 app.command("fleet")(cli_read.fleet)
 
 
@@ -160,29 +162,6 @@ def serve_agent(
     argv = agent_argv(nats, opts, allow_inject=allow_inject)
     sys.stdout.flush()
     os.execv(argv[0], argv)
-
-
-rules_app = typer.Typer(help="The rules' thresholds and windows.", no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
-
-
-@rules_app.command("check")
-def rules_check(
-    path: Annotated[Path, typer.Argument(help="a rules file (TOML), e.g. one with [infiniband] down_s = 120")],
-    json_out: JsonOpt = False,
-) -> None:
-    """Validate a rules file and print what it changes from the defaults (exit 1 when it is not valid)."""
-    from rules import limits
-
-    changes = limits.check(path)
-    if json_out:
-        print(json.dumps([{"key": k, "default": d, "value": v} for k, d, v in changes], indent=2))
-        return
-    if not changes:
-        print(f"{path}: valid, the same as the defaults")
-        return
-    print(f"{path}: valid, {len(changes)} change{'s' if len(changes) != 1 else ''} from the defaults")
-    print_table([("KEY", "DEFAULT", "THIS FILE")] + [(k, str(d), str(v)) for k, d, v in changes])
 
 
 @serve_app.command("rules")
