@@ -151,6 +151,23 @@ async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, by
 Item = tuple[str, str, bytes]  # subject, message id, payload
 
 
+async def kv_put_many(js: JetStreamContext, bucket: str, entries: Sequence[tuple[str, bytes]], *,
+                      timeout: float = 10.0) -> None:  # fmt: skip
+    """Put many keys in one round trip: what KeyValue.put does (a JetStream publish to the
+    bucket's subject), with every publish in flight at once instead of one awaited after another."""
+    futures: list[asyncio.Future[Any]] = []
+    try:
+        for key, value in entries:
+            futures.append(await js.publish_async(f"$KV.{bucket}.{key}", value))
+        async with asyncio.timeout(timeout):
+            for fut in futures:
+                await fut
+    finally:
+        for fut in futures:
+            if not fut.done():
+                fut.cancel()
+
+
 async def publish_until_acked(
     publish: Callable[[list[Item]], Awaitable[None]], items: list[Item], stop: asyncio.Event | None = None,
     *, what: str = "publish",
@@ -187,25 +204,23 @@ class Consumer(Generic[T]):
         stream: str,
         durable: str,
         filter_subject: str,
-        filter_subjects: list[str] | None = None,
         decoder: msgspec.msgpack.Decoder[T],
         stage: str,
         handle: Callable[[list[T]], Awaitable[None]],
         batch: int = 1000,
         ack_wait_s: float = 15.0,
+        start_seq: int | None = None,
     ) -> None:
         self.js = js
         self.stream = stream
         self.durable = durable
         self.filter_subject = filter_subject
-        self.filter_subjects = filter_subjects if filter_subjects and len(filter_subjects) > 1 else None
-        if filter_subjects and len(filter_subjects) == 1:
-            self.filter_subject = filter_subjects[0]
         self.decoder = decoder
         self.stage = stage
         self.handle = handle
         self.batch = batch
         self.ack_wait_s = ack_wait_s
+        self.start_seq = start_seq  # where a consumer created now starts (None: the stream's beginning)
         self.processed = 0
         self.dead_lettered = 0
 
@@ -248,8 +263,8 @@ class Consumer(Generic[T]):
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
-            deliver_policy=DeliverPolicy.ALL,
-            filter_subjects=self.filter_subjects,
+            deliver_policy=DeliverPolicy.ALL if self.start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=self.start_seq,
         )
         while True:
             try:

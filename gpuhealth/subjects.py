@@ -96,14 +96,17 @@ DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_windo
 STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, INCIDENTS, DLQ)
 
 
-def partition_filters(spec: StreamSpec, instance: int, instances: int) -> list[str]:
-    """The stored subjects one of ``instances`` rules instances consumes (all of them for one)."""
+def partitions_of(instance: int, instances: int) -> list[int]:
+    """The partitions one of ``instances`` rules instances owns."""
     if not 0 <= instance < instances <= PARTITIONS:
         raise ValueError(f"instance {instance} of {instances}: need 0 <= instance < instances <= {PARTITIONS}")
-    if instances == 1 or spec.transform is None:
-        return list(spec.subjects)
-    stem = spec.transform[0]  # "gpuhealth.v1.event.*.*": stored subjects add one token
-    return [f"{stem}.{p}" for p in range(PARTITIONS) if p % instances == instance]
+    return [p for p in range(PARTITIONS) if p % instances == instance]
+
+
+def partition_filter(spec: StreamSpec, partition: int) -> str:
+    """The stored subjects of one partition: the transform's source with the partition token added."""
+    assert spec.transform is not None
+    return f"{spec.transform[0]}.{partition}"
 
 
 # Current health per (node, component, entity); the rules' own per-node state;

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from typing import Any
 
 import nats.js.errors
 from nats.js import JetStreamContext
@@ -37,9 +38,11 @@ log = logging.getLogger("gpuhealth.rules")
 
 
 class RulesService:
-    """One rules instance. With ``instances`` > 1, instance ``instance`` takes the nodes whose
-    partition (a hash of the node name, in the stored subject) is ``instance`` modulo ``instances``:
-    each node's events in order on one instance, its state written by that instance alone."""
+    """One rules instance. Alone, it reads every event through one durable consumer. With
+    ``instances`` > 1, instance ``instance`` owns the partitions p (a hash of the node name, the
+    stored subject's last token) with p mod instances = instance, through one durable consumer per
+    partition (``rules-p07``): each node's events in order on one instance, its state written by
+    that instance alone, and a partition keeps its position when the instance count changes."""
 
     def __init__(
         self,
@@ -54,8 +57,8 @@ class RulesService:
         self.js = js
         self.batch = batch
         self.instance, self.instances = instance, instances
-        subjects.partition_filters(subjects.EVENTS, instance, instances)  # validates the pair
-        self.durable = durable if instances == 1 else f"{durable}-{instance}of{instances}"
+        self.partitions = subjects.partitions_of(instance, instances)  # validates the pair
+        self.durable = durable
         self.catalog = catalog_mod.load()
         if limits is not None:
             self.catalog = dataclasses.replace(self.catalog, limits=limits)
@@ -109,11 +112,11 @@ class RulesService:
             self.incidents_published += len(incidents)
         if outputs:
             latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
-            for key, h in latest.items():
-                await self.kv_health.put(key, encode(h))
+            await bus.kv_put_many(self.js, subjects.KV_HEALTH, [(k, encode(h)) for k, h in latest.items()])
             self.states_published += len(outputs)
-        for node, state in touched.items():
-            await self.kv_rules.put(subjects.kv_escape(node), encode_state(state))
+        await bus.kv_put_many(
+            self.js, subjects.KV_RULES, [(subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
+        )
 
     async def handle_inventory(self, items: list[Inventory]) -> None:
         assert self.kv_rules is not None and self.kv_inventory is not None
@@ -128,27 +131,38 @@ class RulesService:
             await self.kv_rules.put(subjects.kv_escape(inv.node), encode_state(state))
             await self.kv_inventory.put(subjects.kv_escape(inv.node), encode(inv))
 
+    async def _consumers(self) -> list[bus.Consumer[Any]]:
+        def consumer(spec: subjects.StreamSpec, durable: str, filter_subject: str, decoder: Any, handle: Any,
+                     start_seq: int | None) -> bus.Consumer[Any]:  # fmt: skip
+            return bus.Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
+                                decoder=decoder, stage="rules", handle=handle, batch=self.batch,
+                                start_seq=start_seq)  # fmt: skip
+
+        if self.instances == 1:
+            return [
+                consumer(subjects.EVENTS, self.durable, subjects.EVENTS.subjects[0], EVENT_DECODER,
+                         self.handle_events, None),
+                consumer(subjects.INVENTORY, f"{self.durable}-inventory", subjects.INVENTORY.subjects[0],
+                         INVENTORY_DECODER, self.handle_inventory, None),
+            ]  # fmt: skip
+        out = []
+        for spec, name, decoder, handle in ((subjects.EVENTS, self.durable, EVENT_DECODER, self.handle_events),
+                                            (subjects.INVENTORY, f"{self.durable}-inventory", INVENTORY_DECODER,
+                                             self.handle_inventory)):  # fmt: skip
+            # Partition consumers created when a single instance ran before start where it stopped.
+            start = await self._ack_floor(spec.name, name)
+            for p in self.partitions:
+                out.append(consumer(spec, f"{name}-p{p:02d}", subjects.partition_filter(spec, p), decoder, handle,
+                                    start))  # fmt: skip
+        return out
+
+    async def _ack_floor(self, stream: str, durable: str) -> int | None:
+        try:
+            info = await self.js.consumer_info(stream, durable)
+        except nats.js.errors.NotFoundError:
+            return None
+        return info.ack_floor.stream_seq + 1 if info.ack_floor and info.ack_floor.stream_seq else None
+
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()
-        events = bus.Consumer(
-            self.js,
-            stream=subjects.EVENTS.name,
-            durable=self.durable,
-            filter_subject=subjects.EVENTS.subjects[0],
-            filter_subjects=subjects.partition_filters(subjects.EVENTS, self.instance, self.instances),
-            decoder=EVENT_DECODER,
-            stage="rules",
-            handle=self.handle_events,
-            batch=self.batch,
-        )
-        inventory = bus.Consumer(
-            self.js,
-            stream=subjects.INVENTORY.name,
-            durable=f"{self.durable}-inventory",
-            filter_subject=subjects.INVENTORY.subjects[0],
-            filter_subjects=subjects.partition_filters(subjects.INVENTORY, self.instance, self.instances),
-            decoder=INVENTORY_DECODER,
-            stage="rules",
-            handle=self.handle_inventory,
-        )
-        await asyncio.gather(events.run(stop), inventory.run(stop))
+        await asyncio.gather(*(c.run(stop) for c in await self._consumers()))

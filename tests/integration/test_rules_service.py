@@ -198,3 +198,39 @@ async def test_a_service_restarted_mid_stream_ends_where_an_uninterrupted_run_do
         stop.set()
         await task
     assert second.states_published > 0  # the second instance did its part
+
+
+async def test_going_from_one_instance_to_two_continues_where_the_one_stopped(nc: NATS) -> None:
+    js = nc.jetstream()
+    events = history(nodes=10, per_node=10)
+    early, late = events[::2], events[1::2]  # every node has events in both halves
+    one = RulesService(js)
+    await one.start()
+    await publish(js, early)
+    await run_until(one, lambda: one.states_published >= len(expected_states(early)))
+    info = await js.consumer_info(subjects.EVENTS.name, "rules")
+    assert info.num_pending == 0 and info.num_ack_pending == 0
+
+    await publish(js, late)
+    handled: list[str] = []
+    pair = [RulesService(js, instance=i, instances=2) for i in range(2)]
+    for svc in pair:
+        handle = svc.handle_events
+
+        async def spy(evs: list[Event], handle: Callable[..., Any] = handle) -> None:
+            handled.extend(e.id for e in evs)
+            await handle(evs)
+
+        svc.handle_events = spy  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    tasks = [asyncio.create_task(s.run(stop)) for s in pair]
+    try:
+        async with asyncio.timeout(20):
+            while sorted(handled) != sorted(e.id for e in late):
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # nothing from the first half comes back late
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    assert sorted(handled) == sorted(e.id for e in late)
+    assert await published_states(nc) == expected_states(events)
