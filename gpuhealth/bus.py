@@ -251,7 +251,11 @@ class Consumer(Generic[T]):
                 if item is not None:
                     good.append(item)
             if not await self._handle_until_done(good, msgs, stop):
-                return  # stopping: the batch stays unacked and is redelivered
+                # Stopping with the batch unhandled: hand it back now rather than after ack_wait.
+                for m in msgs:
+                    with contextlib.suppress(nats.errors.Error):
+                        await m.nak()
+                return
             for m in msgs:
                 await _ack(m)
 

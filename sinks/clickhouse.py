@@ -223,21 +223,29 @@ class Store:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     def connect(self) -> None:
+        """Open both clients and migrate, or raise and leave nothing half-open: the caller (a
+        consumer's retry with back-off) calls again while ClickHouse is away."""
         if self.client is not None:
             return
         import clickhouse_connect  # heavy; only the sink and gpuctl load it
 
         if self.dsn.startswith("chdb://"):
             os.makedirs(self.dsn.removeprefix("chdb://"), exist_ok=True)
-            self.client = clickhouse_connect.get_client(dsn=self.dsn)
-            self.reader = clickhouse_connect.get_client(dsn=self.dsn)
+            client = clickhouse_connect.get_client(dsn=self.dsn)
+            reader = clickhouse_connect.get_client(dsn=self.dsn)
         else:
-            self.client = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
-            self.reader = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
-        self.migrate()
+            client = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
+            reader = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
+        try:
+            self.migrate(client)
+        except Exception:
+            client.close()
+            reader.close()
+            raise
+        self.client, self.reader = client, reader
 
-    def migrate(self) -> None:
-        c, db = self.client, self.database
+    def migrate(self, client: Any = None) -> None:
+        c, db = client or self.client, self.database
         c.command(f"CREATE DATABASE IF NOT EXISTS {db}")
         c.command(
             f"CREATE TABLE IF NOT EXISTS {db}.schema_migrations (version UInt32, applied DateTime DEFAULT now())"
@@ -307,6 +315,11 @@ class Store:
         except Exception as e:  # the driver raises its own DatabaseError family
             raise QueryError(_one_line(str(e))) from e
         return list(r.column_names), [list(row) for row in r.result_rows]
+
+
+def _redact(dsn: str) -> str:
+    """A DSN without its password, for logs."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
 
 
 def _one_line(text: str) -> str:
@@ -395,7 +408,11 @@ class SinkService:
         await msg.respond(reply)
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.store.run(self.store.connect)
+        try:
+            await self.store.run(self.store.connect)
+        except Exception as e:  # ClickHouse away: the consumers retry with back-off and ack nothing
+            log.warning("clickhouse %s not reachable yet (%s); holding every message until it is",
+                        _redact(self.store.dsn), _one_line(str(e)))  # fmt: skip
         await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
         # (stream, decoder, handler): one durable consumer each, named after the stream.
         wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [

@@ -104,3 +104,33 @@ async def test_sink_service_stores_the_stream_and_answers_sql(nc: NATS, store: S
 def test_a_read_only_query_leaves_the_writer_writable(store: Store) -> None:
     store.query("SELECT 1", {}, 10, 5)
     assert store.insert_new("events", EVENT_COLUMNS, [event_row(kernel_event(1))]) == 1
+
+
+async def test_with_clickhouse_away_nothing_is_acked_and_a_restart_on_chdb_delivers_each_once(
+    nc: NATS, store: Store
+) -> None:
+    js = nc.jetstream()
+    events = [kernel_event(i) for i in range(50)]
+    await bus.publish_batch(js, [(subjects.event_subject(e.node, "kmsg"), e.id, encode(e)) for e in events])
+
+    away = SinkService(nc, js, Store("http://127.0.0.1:1"))  # nothing listens on port 1
+    stop = asyncio.Event()
+    task = asyncio.create_task(away.run(stop))
+    await asyncio.sleep(3)  # several retries with back-off
+    info = await js.consumer_info(subjects.EVENTS.name, "sink-events")
+    stop.set()
+    await task
+    assert away.rows_written == 0
+    assert info.ack_floor.stream_seq == 0 and info.num_ack_pending == 50  # held, none acknowledged
+
+    back = SinkService(nc, js, store)
+    stop = asyncio.Event()
+    task = asyncio.create_task(back.run(stop))
+    try:
+        async with asyncio.timeout(30):
+            while counts(store) != (50, 50):
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task
+    assert counts(store) == (50, 50)
