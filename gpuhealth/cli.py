@@ -21,6 +21,7 @@ import typer
 from gpuhealth import cli_kernel, cli_read, cli_rules, client
 from gpuhealth.cli_options import (
     ClickhouseOpt,
+    ClickhousePasswordFileOpt,
     ClusterOpt,
     DataDirOpt,
     HostIntervalOpt,
@@ -182,6 +183,7 @@ def serve_rules(
 def serve_sink(
     nats: Annotated[str, typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL")],
     clickhouse: ClickhouseOpt = None,
+    password_file: ClickhousePasswordFileOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
@@ -189,7 +191,7 @@ def serve_sink(
     from sinks.clickhouse import chdb_dsn
 
     _log_to_stderr()
-    raise typer.Exit(asyncio.run(run(nats, clickhouse or chdb_dsn(data_dir_of(data_dir)))))
+    raise typer.Exit(asyncio.run(run(nats, clickhouse or chdb_dsn(data_dir_of(data_dir)), password_file)))
 
 
 # ---------------------------------------------------------------- reading

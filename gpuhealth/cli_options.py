@@ -44,6 +44,18 @@ ClickhouseOpt = Annotated[
 ]
 
 
+ClickhousePasswordFileOpt = Annotated[
+    Path | None,
+    typer.Option("--clickhouse-password-file", envvar="GPUHEALTH_CLICKHOUSE_PASSWORD_FILE",
+                 help="a file whose first line is the ClickHouse password (or set $GPUHEALTH_CLICKHOUSE_PASSWORD)"),
+]  # fmt: skip
+DirectClickhouseOpt = Annotated[
+    str | None,
+    typer.Option("--clickhouse", help="query this ClickHouse directly (https://…, or chdb:///path of a stopped "
+                                      "store) instead of through the running sink"),
+]  # fmt: skip
+
+
 def data_dir_of(value: Path | None) -> Path:
     return value if value is not None else default_data_dir()
 

@@ -7,13 +7,14 @@ import json
 import re
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from nats.aio.msg import Msg
 
 from gpuhealth import client
-from gpuhealth.cli_options import DataDirOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
+from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import HealthState
 
@@ -66,6 +67,40 @@ def watch(
     asyncio.run(follow())
 
 
+class Reader:
+    """Read-only SQL through the running sink (over NATS), or straight to the ClickHouse given with
+    --clickhouse: a server, or the chDB directory of a stack that is not running."""
+
+    def __init__(self, data_dir: Path | None, nats: str | None, clickhouse: str | None = None) -> None:
+        self.data_dir, self.nats, self.clickhouse = data_dir, nats, clickhouse
+        self._nc: Any = None
+        self._store: Any = None
+
+    async def __aenter__(self) -> Reader:
+        if self.clickhouse:
+            from sinks.clickhouse import Store
+
+            self._store = Store(self.clickhouse, read_only=True)
+        else:
+            self._nc = await client.open_client(client.nats_url_for(data_dir_of(self.data_dir), self.nats))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._nc is not None:
+            await self._nc.close()
+        if self._store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._store.close)
+
+    async def sql(self, query: str, params: dict[str, Any] | None = None, *, max_rows: int = 10_000,
+                  timeout: float = 30.0) -> tuple[list[str], list[list[Any]]]:  # fmt: skip
+        if self._store is not None:
+            result: tuple[list[str], list[list[Any]]] = await self._store.run(
+                self._store.query, query, params or {}, max_rows, timeout
+            )
+            return result
+        return await client.sql(self._nc, query, params, max_rows=max_rows, timeout=timeout)
+
+
 _DURATION = re.compile(r"^(\d+)([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -93,16 +128,14 @@ def events(
     json_out: JsonOpt = False,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
+    clickhouse: DirectClickhouseOpt = None,
 ) -> None:
     """Events stored in ClickHouse, newest first."""
     params = {"since_s": parse_duration(since), "limit": limit}
 
     async def read() -> tuple[list[str], list[list[Any]]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
-        try:
-            return await client.sql(nc, EVENTS_SQL, params)
-        finally:
-            await nc.close()
+        async with Reader(data_dir, nats, clickhouse) as r:
+            return await r.sql(EVENTS_SQL, params)
 
     columns, rows = asyncio.run(read())
     objs = [dict(zip(columns, r, strict=True)) for r in rows]
@@ -147,16 +180,14 @@ def incidents(
     json_out: JsonOpt = False,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
+    clickhouse: DirectClickhouseOpt = None,
 ) -> None:
     """Incidents from ClickHouse: each fault on each entity once, with its count, first and last time."""
     params = {"since_s": parse_duration(since), "node": node or "", "limit": limit}
 
     async def read() -> tuple[list[str], list[list[Any]]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
-        try:
-            return await client.sql(nc, INCIDENTS_SQL, params)
-        finally:
-            await nc.close()
+        async with Reader(data_dir, nats, clickhouse) as r:
+            return await r.sql(INCIDENTS_SQL, params)
 
     columns, rows = asyncio.run(read())
     objs = [dict(zip(columns, r, strict=True)) for r in rows]
@@ -182,15 +213,13 @@ def sql(
     timeout: Annotated[float, typer.Option("--timeout", help="seconds the query may run")] = 30.0,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
+    clickhouse: DirectClickhouseOpt = None,
 ) -> None:
-    """Run read-only SQL on gpuhealth's ClickHouse store (answered by the sink that owns it)."""
+    """Run read-only SQL on gpuhealth's ClickHouse store (through the sink that owns it, or --clickhouse)."""
 
     async def run() -> tuple[list[str], list[list[Any]]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
-        try:
-            return await client.sql(nc, query, max_rows=max_rows, timeout=timeout)
-        finally:
-            await nc.close()
+        async with Reader(data_dir, nats, clickhouse) as r:
+            return await r.sql(query, max_rows=max_rows, timeout=timeout)
 
     columns, rows = asyncio.run(run())
     if json_out:

@@ -12,9 +12,8 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
-from gpuhealth import client
-from gpuhealth.cli_options import DataDirOpt, JsonOpt, NatsOpt, RulesFileOpt, data_dir_of, print_table
-from gpuhealth.cli_read import parse_duration
+from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, RulesFileOpt, print_table
+from gpuhealth.cli_read import Reader, parse_duration
 from gpuhealth.events import Event
 
 rules_app = typer.Typer(help="The rules' thresholds and windows.", no_args_is_help=True)
@@ -61,6 +60,7 @@ def replay(
     json_out: JsonOpt = False,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
+    clickhouse: DirectClickhouseOpt = None,
 ) -> None:
     """Re-run the rules (the defaults, or --rules FILE) over stored events and compare with what was published.
 
@@ -74,20 +74,17 @@ def replay(
     engine = Replay(catalog)
 
     async def run() -> None:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
-        try:
-            _, [[total]] = await client.sql(nc, COUNT_SQL, params)
+        async with Reader(data_dir, nats, clickhouse) as db:
+            _, [[total]] = await db.sql(COUNT_SQL, params)
             with _progress(int(total)) as advance:
                 for offset in range(0, int(total), PAGE):
-                    _, rows = await client.sql(nc, EVENTS_SQL, {**params, "limit": PAGE, "offset": offset},
-                                               max_rows=PAGE, timeout=60)  # fmt: skip
+                    page = {**params, "limit": PAGE, "offset": offset}
+                    _, rows = await db.sql(EVENTS_SQL, page, max_rows=PAGE, timeout=60)
                     engine.feed(_EVENT_JSON.decode(payload) for (payload,) in rows)
                     advance(len(rows))
-            _, published = await client.sql(nc, PUBLISHED_SQL, params, max_rows=1_000_000, timeout=60)
+            _, published = await db.sql(PUBLISHED_SQL, params, max_rows=1_000_000, timeout=60)
             for n, component, entity, health, reason, count in published:
                 engine.published((n, component, entity), health, reason, int(count))
-        finally:
-            await nc.close()
 
     asyncio.run(run())
     rows = [r for r in engine.result() if all_rows or r.differs]

@@ -168,13 +168,13 @@ async def run_up(o: UpOptions) -> int:
                 kmsg_path=str(o.kmsg_path),
                 allow_inject=True,
                 started_ns=now_ns(),
-                clickhouse=store.dsn,
+                clickhouse=store.target.redacted(),
                 sources=sources,
             ),
         )
         print(f"gpuhealth up on node {identity.node}", flush=True)
         print(f"  nats:       {url}{' (embedded)' if nats else ''}", flush=True)
-        print(f"  clickhouse: {store.dsn}", flush=True)
+        print(f"  clickhouse: {store.target.redacted()}", flush=True)
         print(f"  data dir:   {o.data_dir}", flush=True)
         for name, state in sources.items():
             print(f"  source {name}: {state}", flush=True)
@@ -233,12 +233,12 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
     return 0
 
 
-async def serve_sink(nats_url: str, clickhouse: str) -> int:
+async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None) -> int:
+    store = Store(clickhouse, password_file=password_file)  # a bad URL fails before anything connects
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()
     await bus.provision(js)
-    store = Store(clickhouse)
     try:
         await SinkService(nc, js, store).run(stop)
     finally:

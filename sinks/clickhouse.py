@@ -28,7 +28,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
-from gpuhealth.errors import ConfigError, QueryError
+from gpuhealth.errors import QueryError
 from gpuhealth.events import (
     DLQ_DECODER,
     EVENT_DECODER,
@@ -48,6 +48,7 @@ from gpuhealth.events import (
     SetHealthy,
     SourceStatus,
 )
+from sinks import target as target_mod
 
 log = logging.getLogger("gpuhealth.sink")
 
@@ -208,11 +209,12 @@ def chdb_dsn(data_dir: Path) -> str:
 class Store:
     """ClickHouse through clickhouse-connect, on one dedicated thread."""
 
-    def __init__(self, dsn: str, database: str = DATABASE) -> None:
-        if not dsn.startswith(("chdb://", "http://", "https://")):
-            raise ConfigError(f"unsupported ClickHouse URL {dsn!r}: use chdb:///path, http:// or https://")
-        self.dsn = dsn
-        self.database = database
+    def __init__(
+        self, dsn: str, database: str | None = None, *, password_file: Path | None = None, read_only: bool = False
+    ) -> None:
+        self.target = target_mod.parse(dsn, database=database, password_file=password_file)
+        self.read_only = read_only  # gpuctl reading a server: no migrations, no writes
+        self.database = self.target.database
         self.client: Any = None
         # Queries get their own client: chDB keeps per-query settings on the session, so a
         # read-only query on the writer's client would leave the writer read-only.
@@ -229,15 +231,17 @@ class Store:
             return
         import clickhouse_connect  # heavy; only the sink and gpuctl load it
 
-        if self.dsn.startswith("chdb://"):
-            os.makedirs(self.dsn.removeprefix("chdb://"), exist_ok=True)
-            client = clickhouse_connect.get_client(dsn=self.dsn)
-            reader = clickhouse_connect.get_client(dsn=self.dsn)
-        else:
-            client = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
-            reader = clickhouse_connect.get_client(dsn=self.dsn, connect_timeout=5, send_receive_timeout=60)
+        if self.target.kind == "chdb":
+            os.makedirs(self.target.path, exist_ok=True)
+        client = clickhouse_connect.get_client(**self.target.client_kwargs())
         try:
-            self.migrate(client)
+            reader = clickhouse_connect.get_client(**self.target.client_kwargs())
+        except Exception:
+            client.close()
+            raise
+        try:
+            if not self.read_only:
+                self.migrate(client)
         except Exception:
             client.close()
             reader.close()
@@ -315,11 +319,6 @@ class Store:
         except Exception as e:  # the driver raises its own DatabaseError family
             raise QueryError(_one_line(str(e))) from e
         return list(r.column_names), [list(row) for row in r.result_rows]
-
-
-def _redact(dsn: str) -> str:
-    """A DSN without its password, for logs."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
 
 
 def _one_line(text: str) -> str:
@@ -412,7 +411,7 @@ class SinkService:
             await self.store.run(self.store.connect)
         except Exception as e:  # ClickHouse away: the consumers retry with back-off and ack nothing
             log.warning("clickhouse %s not reachable yet (%s); holding every message until it is",
-                        _redact(self.store.dsn), _one_line(str(e)))  # fmt: skip
+                        self.store.target.redacted(), _one_line(str(e)))  # fmt: skip
         await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
         # (stream, decoder, handler): one durable consumer each, named after the stream.
         wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [

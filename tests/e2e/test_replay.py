@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.conftest import Up, gpuctl, wait_for
+from tests.e2e.conftest import Up, gpuctl, running, wait_for
 
 HUNG = "INFO: task python:4242 blocked for more than 120 seconds."
 
@@ -34,3 +34,17 @@ def test_replay_agrees_with_the_live_rules_and_shows_what_a_new_threshold_change
     assert (row["component"], row["published"]["health"], row["replayed"]["health"]) == ("os", "Degraded", "-")
     table = gpuctl("replay", "--data-dir", d, "--since", "1h", "--rules", str(stricter))
     assert table.returncode == 0 and "1 would differ" in table.stdout and "Degraded" in table.stdout
+
+
+def test_a_stopped_stores_data_is_read_straight_from_its_directory(tmp_path: Path) -> None:
+    with running(tmp_path) as up:
+        r = gpuctl("inject-fault", "--xid", "79", "--pci", "0000:04:00.0", "--kmsg-path", str(up.kmsg))
+        assert r.returncode == 0, r.stderr
+        wait_for(lambda: gpuctl("status", "--data-dir", str(up.data_dir)).returncode == 2, timeout=30)
+        wait_for(lambda: gpuctl("incidents", "--data-dir", str(up.data_dir), "--json").stdout.count("xid:79") == 1)
+    store = f"chdb://{up.data_dir / 'clickhouse'}"
+    r = gpuctl("sql", "--clickhouse", store, "--json", "SELECT xid FROM gpuhealth.events WHERE kind = 'xid'")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [{"xid": 79}]
+    r = gpuctl("incidents", "--clickhouse", store, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["code"] == "xid:79"
