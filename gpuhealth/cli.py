@@ -30,6 +30,7 @@ from gpuhealth.cli_options import (
     JsonOpt,
     KmsgOpt,
     LookbackOpt,
+    MetricsTtlOpt,
     NatsOpt,
     NodeOpt,
     NvmlPollOpt,
@@ -84,6 +85,8 @@ def up(
     proc_root: ProcOpt = Path("/proc"),
     nats: Annotated[str | None, typer.Option("--nats", help="use this NATS server instead of starting one")] = None,
     clickhouse: ClickhouseOpt = None,
+    password_file: ClickhousePasswordFileOpt = None,
+    metrics_ttl_days: MetricsTtlOpt = None,
     node: NodeOpt = None,
     cluster: ClusterOpt = None,
     nats_port: Annotated[int, typer.Option("--nats-port", help="embedded NATS port (-1: any free port)")] = -1,
@@ -107,6 +110,8 @@ def up(
         proc_root=proc_root,
         nats_url=nats,
         clickhouse=clickhouse,
+        clickhouse_password_file=password_file,
+        metrics_ttl_days=metrics_ttl_days,
         node=node,
         cluster=cluster,
         nats_port=nats_port,
@@ -184,6 +189,7 @@ def serve_sink(
     nats: Annotated[str, typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL")],
     clickhouse: ClickhouseOpt = None,
     password_file: ClickhousePasswordFileOpt = None,
+    metrics_ttl_days: MetricsTtlOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
@@ -191,7 +197,8 @@ def serve_sink(
     from sinks.clickhouse import chdb_dsn
 
     _log_to_stderr()
-    raise typer.Exit(asyncio.run(run(nats, clickhouse or chdb_dsn(data_dir_of(data_dir)), password_file)))
+    dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
+    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days)))
 
 
 # ---------------------------------------------------------------- reading

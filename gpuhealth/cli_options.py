@@ -49,6 +49,12 @@ ClickhousePasswordFileOpt = Annotated[
     typer.Option("--clickhouse-password-file", envvar="GPUHEALTH_CLICKHOUSE_PASSWORD_FILE",
                  help="a file whose first line is the ClickHouse password (or set $GPUHEALTH_CLICKHOUSE_PASSWORD)"),
 ]  # fmt: skip
+MetricsTtlOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--metrics-ttl-days", help="keep raw metric samples this many days (default 180; hourly rollups stay)"
+    ),
+]
 DirectClickhouseOpt = Annotated[
     str | None,
     typer.Option("--clickhouse", help="query this ClickHouse directly (https://…, or chdb:///path of a stopped "

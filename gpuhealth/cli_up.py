@@ -48,6 +48,8 @@ class UpOptions:
     sysfs_interval: float | None = None
     host_interval: float | None = None
     rules_file: Path | None = None
+    clickhouse_password_file: Path | None = None
+    metrics_ttl_days: int | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -143,7 +145,8 @@ async def run_up(o: UpOptions) -> int:
         url = await nats.start()
     else:
         url = o.nats_url
-    store = Store(o.clickhouse or chdb_dsn(o.data_dir))
+    store = Store(o.clickhouse or chdb_dsn(o.data_dir), password_file=o.clickhouse_password_file,
+                  metrics_ttl_days=o.metrics_ttl_days)  # fmt: skip
     agent: Agent | None = None
     tasks: list[asyncio.Task[None]] = []
     nc = None
@@ -233,8 +236,10 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
     return 0
 
 
-async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None) -> int:
-    store = Store(clickhouse, password_file=password_file)  # a bad URL fails before anything connects
+async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
+                     metrics_ttl_days: int | None = None) -> int:  # fmt: skip
+    # a bad URL fails here, before anything connects
+    store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()

@@ -210,10 +210,17 @@ class Store:
     """ClickHouse through clickhouse-connect, on one dedicated thread."""
 
     def __init__(
-        self, dsn: str, database: str | None = None, *, password_file: Path | None = None, read_only: bool = False
+        self,
+        dsn: str,
+        database: str | None = None,
+        *,
+        password_file: Path | None = None,
+        read_only: bool = False,
+        metrics_ttl_days: int | None = None,
     ) -> None:
         self.target = target_mod.parse(dsn, database=database, password_file=password_file)
         self.read_only = read_only  # gpuctl reading a server: no migrations, no writes
+        self.metrics_ttl_days = metrics_ttl_days  # raw samples; the hourly rollup is kept
         self.database = self.target.database
         self.client: Any = None
         # Queries get their own client: chDB keeps per-query settings on the session, so a
@@ -263,6 +270,10 @@ class Store:
                 c.command(stmt)
             c.insert(f"{db}.schema_migrations", [[version]], column_names=["version"])
             log.info("clickhouse: applied schema migration %03d", version)
+        if self.metrics_ttl_days is not None:
+            for table in ("metrics", "gpu_processes"):
+                c.command(f"ALTER TABLE {db}.{table} MODIFY TTL toDateTime(time) + INTERVAL "
+                          f"{int(self.metrics_ttl_days)} DAY")  # fmt: skip
 
     def close(self) -> None:
         for c in (self.client, self.reader):

@@ -170,3 +170,71 @@ ORDER BY (cluster, node, id);
 
 CREATE TABLE IF NOT EXISTS gpuhealth.incidents ON CLUSTER gpuhealth AS gpuhealth.incidents_local
 ENGINE = Distributed(gpuhealth, gpuhealth, incidents_local, cityHash64(node));
+
+CREATE TABLE IF NOT EXISTS gpuhealth.actions_local ON CLUSTER gpuhealth
+(
+    time            DateTime64(9, 'UTC') CODEC(Delta, ZSTD(1)),
+    cluster         LowCardinality(String),
+    node            LowCardinality(String),
+    component       LowCardinality(String),
+    entity          String,
+    gpu_uuid        String,
+    event           LowCardinality(String),
+    action          LowCardinality(String),
+    reason          String,
+    state_id        String
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/gpuhealth/actions_local', '{replica}')
+PARTITION BY toYYYYMM(time)
+ORDER BY (cluster, node, time, state_id);
+
+CREATE TABLE IF NOT EXISTS gpuhealth.actions ON CLUSTER gpuhealth AS gpuhealth.actions_local
+ENGINE = Distributed(gpuhealth, gpuhealth, actions_local, cityHash64(node));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS gpuhealth.actions_mv ON CLUSTER gpuhealth TO gpuhealth.actions_local AS
+SELECT time, cluster, node, component, entity, gpu_uuid,
+       if(length(repair_actions) > 0, 'issued', 'cleared') AS event,
+       if(length(repair_actions) > 0, repair_actions[1],
+          multiIf(startsWith(reason, 'set healthy by'), 'set-healthy', startsWith(reason, 'cleared by reboot'),
+                  'reboot', 'restored')) AS action,
+       reason, id AS state_id
+FROM gpuhealth.health_states_local
+WHERE length(repair_actions) > 0 OR startsWith(reason, 'set healthy by') OR startsWith(reason, 'cleared by reboot')
+   OR startsWith(reason, 'restored');
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metrics_hourly_local ON CLUSTER gpuhealth
+(
+    hour      DateTime('UTC'),
+    cluster   LowCardinality(String),
+    node      LowCardinality(String),
+    entity    LowCardinality(String),
+    gpu_uuid  LowCardinality(String),
+    name      LowCardinality(String),
+    min_v     SimpleAggregateFunction(min, Float64),
+    max_v     SimpleAggregateFunction(max, Float64),
+    sum_v     SimpleAggregateFunction(sum, Float64),
+    n         SimpleAggregateFunction(sum, UInt64),
+    last_v    AggregateFunction(argMax, Float64, DateTime64(9, 'UTC'))
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/gpuhealth/metrics_hourly_local', '{replica}')
+PARTITION BY toYYYYMM(hour)
+ORDER BY (cluster, node, entity, gpu_uuid, name, hour);
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metrics_hourly ON CLUSTER gpuhealth AS gpuhealth.metrics_hourly_local
+ENGINE = Distributed(gpuhealth, gpuhealth, metrics_hourly_local, cityHash64(node));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS gpuhealth.metrics_hourly_mv ON CLUSTER gpuhealth TO gpuhealth.metrics_hourly_local AS
+SELECT toStartOfHour(time) AS hour, cluster, node, entity, gpu_uuid, name, min(value) AS min_v, max(value) AS max_v,
+       sum(value) AS sum_v, count() AS n, argMaxState(value, time) AS last_v
+FROM gpuhealth.metrics_local
+GROUP BY hour, cluster, node, entity, gpu_uuid, name;
+
+CREATE VIEW IF NOT EXISTS gpuhealth.gpus ON CLUSTER gpuhealth AS
+SELECT cluster, gpu_uuid, argMax(serial, time) AS serial, argMax(model, time) AS model,
+       argMax(node, time) AS last_node, argMax(chassis_serial, time) AS chassis_serial,
+       argMax(pci_bus_id, time) AS pci_bus_id, argMax(vbios, time) AS vbios,
+       argMax(driver_version, time) AS driver_version, min(time) AS first_seen, max(time) AS last_seen,
+       groupUniqArray(node) AS nodes, groupUniqArray(machine_id) AS machines
+FROM gpuhealth.inventory
+WHERE gpu_uuid != ''
+GROUP BY cluster, gpu_uuid;
