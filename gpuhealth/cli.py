@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import cli_kernel, cli_read, cli_rules, client
+from gpuhealth import cli_kernel, cli_read, cli_report, cli_rules, client
 from gpuhealth.cli_options import (
     ClickhouseOpt,
     ClickhousePasswordFileOpt,
@@ -67,6 +67,7 @@ app.command("sql")(cli_read.sql)
 app.command("incidents")(cli_read.incidents)
 app.add_typer(cli_rules.rules_app, name="rules")
 app.command("replay")(cli_rules.replay)
+app.add_typer(cli_report.report_app, name="report")
 app.command("fleet")(cli_read.fleet)
 
 

@@ -1,0 +1,161 @@
+"""A generated week in a ClickHouse store, with the weekly report it must produce.
+
+    python -m sinks.generate chdb:///tmp/week --week 2026-W47 [--bulk-metrics N] [--bulk-events N]
+
+Writes a small fleet whose every report figure is known (printed as JSON: the
+truth the report is tested against), and optionally bulk rows that change no
+figure (temperatures, informational events) so the report's speed can be
+measured over a realistic volume. Rows go in as the sink writes them: health
+states feed the ``actions`` view, metrics the hourly rollup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from typing import Any
+
+from sinks.clickhouse import HEALTH_COLUMNS, INCIDENT_COLUMNS, INVENTORY_COLUMNS, METRIC_COLUMNS, Store
+from sinks.report import week_bounds
+
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+NODES = {"node-a": H100, "node-b": H100, "node-c": A100, "node-d": A100}
+XID = "accelerator-nvidia-error-xid"
+HOUR = 3600 * 10**9
+DAY = 24 * HOUR
+
+
+def ns(t: dt.datetime) -> int:
+    return int(t.timestamp()) * 10**9
+
+
+def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int = 0) -> dict[str, Any]:
+    start, _, _ = week_bounds(week)
+    ws = ns(start)
+    db = store.database
+    store.connect()
+    c = store.client
+
+    inventory = []
+    for node, model in NODES.items():
+        for i in range(8):
+            inventory.append([f"inv-{node}", ws - 7 * DAY, "c", node, f"m-{node}", "b", "nvml", i, f"GPU-{node}-{i}",
+                              f"S-{node}-{i}", f"CH-{node}", f"0000:{0x18 + i:02x}:00.0", model, "", "96.00", "550.90",
+                              "12.4"])  # fmt: skip
+    # One H100 moves from node-a (before the week) to node-c (during it), failing on both.
+    inventory.append(["inv-mover-a", ws - 3 * DAY, "c", "node-a", "m-node-a", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
+                      "CH-node-a", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    inventory.append(["inv-mover-c", ws + 2 * DAY, "c", "node-c", "m-node-c", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
+                      "CH-node-c", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    c.insert(f"{db}.inventory", inventory, column_names=INVENTORY_COLUMNS)
+
+    def state(i: int, node: str, t: int, component: str, entity: str, health: str, actions: list[str],
+              reason: str) -> list[Any]:  # fmt: skip
+        return [f"hs-{i}", t, "c", node, "b", component, entity, health, reason, actions, t, [], "", ""]
+
+    c.insert(f"{db}.health_states", [
+        state(1, "node-a", ws + 1 * HOUR, XID, "E1", "Unhealthy", ["REBOOT_SYSTEM"], "Xid 79"),
+        state(2, "node-a", ws + 2 * HOUR, "pci", "E2", "Degraded", ["HARDWARE_INSPECTION"], "PCIe AER"),
+        state(3, "node-a", ws + 3 * HOUR, XID, "E1", "Healthy", [], "cleared by reboot (boot 0f0e0d0c)"),
+        state(4, "node-a", ws + 5 * HOUR, "pci", "E2", "Healthy", [], "set healthy by ops: reseated"),
+        state(5, "node-b", ws - 1 * DAY, XID, "E1", "Unhealthy", ["RESET_GPU"], "Xid 48"),
+        state(6, "node-b", ws + 10 * HOUR, XID, "E1", "Healthy", [], "restored: after reset"),
+        state(7, "node-c", ws + 6 * DAY, "kernel-log", "node-c", "Unknown", [], "cannot read /dev/kmsg"),
+        state(8, "node-d", ws + 1 * HOUR, "pci", "0000:17:00.0", "Healthy", [], "PCIe link at full width"),
+    ], column_names=HEALTH_COLUMNS)  # fmt: skip
+
+    def incident(key: str, node: str, first: int, code: str, severity: str, count: int, uuid: str,
+                 component: str = XID, entity: str = "0000:18:00.0") -> list[Any]:  # fmt: skip
+        return [f"inc-{key}", count, first + count, "c", node, "b", component, entity, code, severity, code, count,
+                first, first + count * 10**9, [], uuid, entity]  # fmt: skip
+
+    c.insert(f"{db}.incidents", [
+        incident("a1", "node-a", ws + 1 * HOUR, "xid:79", "Fatal", 3, "GPU-node-a-1"),
+        incident("a2", "node-a", ws + 2 * DAY, "xid:13", "Warning", 50, "GPU-node-a-2"),
+        incident("b0", "node-b", ws + 2 * DAY, "xid:48", "Fatal", 1, "GPU-node-b-0"),
+        incident("mover-c", "node-c", ws + 3 * DAY, "xid:79", "Fatal", 1, "GPU-MOVER"),
+        incident("mover-a", "node-a", ws - 2 * DAY, "xid:79", "Fatal", 2, "GPU-MOVER"),
+        incident("d-aer", "node-d", ws + 4 * DAY, "aer_correctable", "Degraded", 120, "", "pci", "0000:17:00.0"),
+    ], column_names=INCIDENT_COLUMNS)  # fmt: skip
+    # A second update of incident a1 (seq 3 → 5 occurrences): the report counts the latest only.
+    c.insert(f"{db}.incidents", [incident("a1", "node-a", ws + 1 * HOUR, "xid:79", "Fatal", 5, "GPU-node-a-1")],
+             column_names=INCIDENT_COLUMNS)  # fmt: skip
+
+    metrics = [[f"mb-{h}", ws + h * HOUR, "c", "node-a", "0000:19:00.0", "GPU-node-a-1", "ecc_sbe_aggregate", float(h)]
+               for h in range(168)]  # fmt: skip
+    metrics += [[f"mr-{h}", ws + h * HOUR, "c", "node-b", "0000:18:00.0", "GPU-node-b-0", "remapped_rows_pending",
+                 1.0 if 48 <= h < 72 else 0.0] for h in range(168)]  # fmt: skip
+    c.insert(f"{db}.metrics", metrics, column_names=METRIC_COLUMNS)
+    if bulk_metrics:
+        _bulk_metrics(store, ws, bulk_metrics)
+    if bulk_events:
+        _bulk_events(store, ws, bulk_events)
+
+    return expected(week)
+
+
+def expected(week: str) -> dict[str, Any]:
+    """What the weekly report must say about the generated week."""
+    start, _, label = week_bounds(week)
+    days = [(start + dt.timedelta(days=d)).date().isoformat() for d in range(7)]
+    return {
+        "week": label,
+        "availability": {"node-a": {"unhealthy_s": 7200, "degraded_s": 7200, "unknown_s": 0},
+                         "node-b": {"unhealthy_s": 36000, "degraded_s": 0, "unknown_s": 0},
+                         "node-c": {"unhealthy_s": 0, "degraded_s": 0, "unknown_s": 86400}},
+        "incidents_by_code": {("xid:79", H100): (2, 6), ("xid:13", H100): (1, 50), ("xid:48", H100): (1, 1),
+                              ("aer_correctable", "unknown"): (1, 120)},
+        "top_nodes": [("node-a", 1, 2), ("node-b", 1, 1), ("node-c", 1, 1), ("node-d", 0, 1)],
+        "top_gpu": ("GPU-node-a-2", "S-node-a-2", 1),
+        "followed_serial": [("S-MOVER", ["node-a", "node-c"])],
+        "actions": {("issued", "REBOOT_SYSTEM"): 1, ("issued", "HARDWARE_INSPECTION"): 1, ("cleared", "reboot"): 1,
+                    ("cleared", "set-healthy"): 1, ("cleared", "restored"): 1},
+        "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
+        | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
+        "mtbf": {H100: (17, 3, round(17 * 168 / 3, 1)), A100: (16, 0, None)},
+    }  # fmt: skip
+
+
+def _bulk_metrics(store: Store, ws: int, n: int) -> None:
+    """n temperature samples over the week from 1,000 nodes x 8 GPUs, in ClickHouse itself."""
+    step = 7 * DAY // max(1, n // 8000)
+    store.client.command(
+        f"INSERT INTO {store.database}.metrics SELECT concat('bulk-', toString(intDiv(number, 8))) AS batch_id, "
+        f"fromUnixTimestamp64Nano(toInt64({ws} + intDiv(number, 8000) * {step})) AS time, 'c', "
+        f"concat('bulk-', toString(intDiv(number, 8) % 1000)), concat('0000:', toString(number % 8), ':00.0'), "
+        f"concat('GPU-bulk-', toString(number % 8000)), 'temperature_gpu_c', 30 + (number % 50) "
+        f"FROM numbers({n})",
+        settings={"max_insert_threads": 4, "max_block_size": 1_000_000},
+    )
+
+
+def _bulk_events(store: Store, ws: int, n: int) -> None:
+    store.client.command(
+        f"INSERT INTO {store.database}.events (id, time, cluster, node, machine_id, boot_id, source, component, "
+        f"type, kind, pci_bus_id, process, message, count, seq, payload) SELECT concat('bev-', toString(number)), "
+        f"fromUnixTimestamp64Nano(toInt64({ws} + number * intDiv({7 * DAY}, {n}))), 'c', "
+        f"concat('bulk-', toString(number % 1000)), '', 'b', 'kmsg', 'os', 'KernelEvent', 'oom', '', 'python', "
+        f"'Out of memory: Killed process', 1, number, '' FROM numbers({n})",
+        settings={"max_insert_threads": 4},
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m sinks.generate", description=__doc__.split("\n\n")[0])
+    p.add_argument("clickhouse", help="chdb:///path or http(s)://…")
+    p.add_argument("--week", required=True)
+    p.add_argument("--bulk-metrics", type=int, default=0)
+    p.add_argument("--bulk-events", type=int, default=0)
+    args = p.parse_args(argv)
+    store = Store(args.clickhouse)
+    try:
+        generate(store, args.week, bulk_metrics=args.bulk_metrics, bulk_events=args.bulk_events)
+    finally:
+        store.close()
+    print(f"generated {args.week} in {store.target.redacted()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

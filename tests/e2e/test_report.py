@@ -1,0 +1,72 @@
+"""gpuctl report weekly on a generated week: every section's figures against the generator's truth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sinks.generate import expected
+from tests.e2e.conftest import gpuctl
+
+WEEK = "2026-W46"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"chdb://{tmp_path_factory.mktemp('week') / 'clickhouse'}"
+    r = subprocess.run([sys.executable, "-m", "sinks.generate", url, "--week", WEEK], capture_output=True, text=True,
+                       timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return url
+
+
+def report(store: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return gpuctl("report", "weekly", "--clickhouse", store, "--week", WEEK, *args, timeout=120)
+
+
+def test_every_section_has_the_generated_weeks_numbers(store: str) -> None:
+    r = report(store, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    got: dict[str, Any] = json.loads(r.stdout)
+    want = expected(WEEK)
+    s = got["sections"]
+    assert got["week"] == WEEK and got["start"] == "2026-11-09T00:00:00Z" and got["end"] == "2026-11-16T00:00:00Z"
+    assert {r["node"]: {k: r[k] for k in ("unhealthy_s", "degraded_s", "unknown_s")} for r in s["availability"]} \
+        == want["availability"]  # fmt: skip
+    assert {(r["code"], r["gpu_model"]): (r["incidents"], r["occurrences"]) for r in s["incidents_by_code"]} \
+        == want["incidents_by_code"]  # fmt: skip
+    assert [(r["node"], r["serious"], r["incidents"]) for r in s["top_nodes"]] == want["top_nodes"]
+    top = s["top_gpus"][0]
+    assert (top["gpu_uuid"], top["serial"], top["incidents"]) == want["top_gpu"]
+    assert [(r["serial"], r["nodes"]) for r in s["followed_serial"]] == want["followed_serial"]
+    assert {(r["event"], r["action"]): r["times"] for r in s["actions"]} == want["actions"]
+    assert {(r["day"], r["name"]): (r["total"], r["gpus_with_any"]) for r in s["ecc_trend"]} == want["ecc_trend"]
+    assert {r["model"]: (r["gpus"], r["failures"], r["mtbf_hours"]) for r in s["mtbf"]} == want["mtbf"]
+
+
+def test_html_is_one_page_with_its_charts_and_no_network(store: str, tmp_path: Path) -> None:
+    out = tmp_path / "week.html"
+    r = report(store, "--format", "html", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert page.count("<svg") >= 5 and "<polyline" in page  # bars per section, the ECC trend as lines
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    for title in ("Availability per node", "followed their serial", "Mean time between failures"):
+        assert title in page
+
+
+def test_markdown_and_text_and_clear_errors(store: str) -> None:
+    md = report(store, "--format", "md")
+    assert md.returncode == 0 and "## Top GPUs" in md.stdout and "| GPU-node-a-2 |" in md.stdout
+    text = report(store)
+    assert text.returncode == 0 and "S-MOVER" in text.stdout and "952.0" in text.stdout
+    bad = gpuctl("report", "weekly", "--clickhouse", store, "--week", "2026-47")
+    assert bad.returncode == 1 and "ISO form" in bad.stderr and "Traceback" not in bad.stderr
+    fmt = gpuctl("report", "weekly", "--clickhouse", store, "--format", "pdf")
+    assert fmt.returncode == 1 and "unknown format" in fmt.stderr
