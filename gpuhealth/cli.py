@@ -68,6 +68,7 @@ app.command("incidents")(cli_read.incidents)
 app.add_typer(cli_rules.rules_app, name="rules")
 app.command("replay")(cli_rules.replay)
 app.add_typer(cli_report.report_app, name="report")
+app.add_typer(cli_report.inventory_app, name="inventory")
 app.command("fleet")(cli_read.fleet)
 
 

@@ -1,15 +1,18 @@
-"""gpuctl report weekly: the fleet's week from ClickHouse, as text, JSON, Markdown or an HTML page."""
+"""gpuctl report weekly (the fleet's week as text, JSON, Markdown or an HTML page) and gpuctl inventory
+(where GPUs have been): SQL files from sinks/queries/, run through the sink or on --clickhouse."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, NatsOpt
+from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table
 from gpuhealth.cli_read import Reader
 
 report_app = typer.Typer(help="Fleet reports from ClickHouse (each section is a .sql file in sinks/queries/).",
@@ -76,3 +79,43 @@ class _Progress:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+
+inventory_app = typer.Typer(help="Where GPUs have been, from inventory snapshots (sinks/queries/inventory/*.sql).",
+                            no_args_is_help=True)  # fmt: skip
+SinceDaysOpt = Annotated[int, typer.Option("--since-days", help="only snapshots this recent (0: all)")]
+
+
+def _inventory_query(name: str, since_days: int, json_out: bool, data_dir: Path | None, nats: str | None,
+                     clickhouse: str | None) -> None:  # fmt: skip
+    sql = resources.files("sinks").joinpath("queries", "inventory", f"{name}.sql").read_text()
+
+    async def run() -> tuple[list[str], list[list[Any]]]:
+        async with Reader(data_dir, nats, clickhouse) as db:
+            return await db.sql(sql, {"since_days": since_days}, max_rows=100_000, timeout=60)
+
+    columns, rows = asyncio.run(run())
+    if json_out:
+        print(json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str))
+    elif rows:
+        print_table([columns] + [[", ".join(map(str, v)) if isinstance(v, list) else str(v) for v in r] for r in rows])
+    else:
+        print("none")
+
+
+def _inventory_command(name: str, doc: str) -> None:
+    def command(since_days: SinceDaysOpt = 0, json_out: JsonOpt = False, data_dir: DataDirOpt = None,
+                nats: NatsOpt = None, clickhouse: DirectClickhouseOpt = None) -> None:  # fmt: skip
+        _inventory_query(name, since_days, json_out, data_dir, nats, clickhouse)
+
+    command.__doc__ = doc
+    inventory_app.command(name.replace("_", "-"))(command)
+
+
+for _name, _doc in (
+    ("multi_host", "GPUs seen on more than one machine, and the path they took."),
+    ("moved_clusters", "GPUs that moved across clusters."),
+    ("per_day", "GPUs reported per day, cluster and model."),
+    ("chassis", "Chassis membership: nodes and GPUs per chassis serial."),
+):
+    _inventory_command(_name, _doc)

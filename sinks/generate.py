@@ -48,6 +48,9 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
                       "CH-node-a", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
     inventory.append(["inv-mover-c", ws + 2 * DAY, "c", "node-c", "m-node-c", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
                       "CH-node-c", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    # And one A100 moves to another cluster.
+    inventory.append(["inv-x", ws + 1 * DAY, "c2", "node-x", "m-node-x", "b", "nvml", 0, "GPU-node-d-7", "S-node-d-7",
+                      "CH-node-x", "0000:18:00.0", A100, "", "96.00", "550.90", "12.4"])  # fmt: skip
     c.insert(f"{db}.inventory", inventory, column_names=INVENTORY_COLUMNS)
 
     def state(i: int, node: str, t: int, component: str, entity: str, health: str, actions: list[str],
@@ -114,6 +117,9 @@ def expected(week: str) -> dict[str, Any]:
         "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
         | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
         "mtbf": {H100: (17, 3, round(17 * 168 / 3, 1)), A100: (16, 0, None)},
+        "multi_host": {"GPU-MOVER": "node-a -> node-c", "GPU-node-d-7": "node-d -> node-x"},
+        "moved_clusters": {"GPU-node-d-7": "c -> c2"},
+        "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1},
     }  # fmt: skip
 
 

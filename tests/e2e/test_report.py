@@ -70,3 +70,18 @@ def test_markdown_and_text_and_clear_errors(store: str) -> None:
     assert bad.returncode == 1 and "ISO form" in bad.stderr and "Traceback" not in bad.stderr
     fmt = gpuctl("report", "weekly", "--clickhouse", store, "--format", "pdf")
     assert fmt.returncode == 1 and "unknown format" in fmt.stderr
+
+
+def test_inventory_questions(store: str) -> None:
+    want = expected(WEEK)
+
+    def ask(question: str) -> list[dict[str, Any]]:
+        r = gpuctl("inventory", question, "--clickhouse", store, "--json")
+        assert r.returncode == 0, r.stderr
+        return list(json.loads(r.stdout))
+
+    assert {r["gpu_uuid"]: r["path"] for r in ask("multi-host")} == want["multi_host"]
+    assert {r["gpu_uuid"]: r["clusters"] for r in ask("moved-clusters")} == want["moved_clusters"]
+    assert {r["chassis_serial"]: r["gpus"] for r in ask("chassis")} == want["chassis"]
+    per_day = ask("per-day")
+    assert sum(r["gpus"] for r in per_day if r["cluster"] == "c2") == 1 and len(per_day) == 5
