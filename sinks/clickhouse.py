@@ -160,6 +160,31 @@ def incident_row(i: Incident) -> list[Any]:
             i.count, i.first, i.last, list(i.event_ids), i.gpu_uuid or "", i.pci_bus_id or ""]  # fmt: skip
 
 
+class MetricIn(msgspec.Struct, array_like=False):
+    """A row of metrics_in: one batch, unrolled by ClickHouse."""
+
+    batch_id: str
+    time_ns: int
+    cluster: str
+    node: str
+    entity: str
+    gpu_uuid: str
+    names: list[str]
+    values: list[float]
+
+
+_JSON_ROWS = msgspec.json.Encoder()
+
+
+def metrics_in_block(batches: Sequence[MetricBatch]) -> bytes:
+    """JSONEachRow for metrics_in: one line a batch."""
+    return b"\n".join(
+        _JSON_ROWS.encode(MetricIn(b.id, b.time, b.cluster, b.node, b.entity, b.gpu_uuid or "", list(b.values),
+                                   list(b.values.values())))
+        for b in batches
+    )  # fmt: skip
+
+
 def metric_rows(b: MetricBatch) -> list[list[Any]]:
     return [[b.id, b.time, b.cluster, b.node, b.entity, b.gpu_uuid or "", name, value]
             for name, value in b.values.items()]  # fmt: skip
@@ -293,20 +318,34 @@ class Store:
         fresh = list(rows) if rows_per_id else list({r[0]: r for r in rows}.values())
         if not fresh:
             return 0
-        times = [r[1] for r in fresh]
-        stored = {
-            sid
-            for (sid,) in self.client.query(
-                f"SELECT DISTINCT {columns[0]} FROM {self.database}.{table} WHERE time BETWEEN "
-                f"fromUnixTimestamp64Nano({{lo:Int64}}) AND fromUnixTimestamp64Nano({{hi:Int64}}) "
-                f"AND {columns[0]} IN {{ids:Array(String)}}",
-                parameters={"lo": min(times), "hi": max(times), "ids": list({r[0] for r in fresh})},
-            ).result_rows
-        }
+        stored = self._stored_ids(table, columns[0], list({r[0] for r in fresh}), [r[1] for r in fresh])
         fresh = [r for r in fresh if r[0] not in stored]
         if fresh:
             self.client.insert(f"{self.database}.{table}", fresh, column_names=columns)
         return len(fresh)
+
+    def insert_batches(self, batches: Sequence[MetricBatch]) -> int:
+        """Metric batches not stored yet (by batch id), through metrics_in; returns the samples written."""
+        if self.client is None:
+            self.connect()
+        fresh = list({b.id: b for b in batches if b.values}.values())
+        if not fresh:
+            return 0
+        stored = self._stored_ids("metrics", "batch_id", [b.id for b in fresh], [b.time for b in fresh])
+        fresh = [b for b in fresh if b.id not in stored]
+        if fresh:
+            self.client.raw_insert(f"{self.database}.metrics_in", list(MetricIn.__struct_fields__),
+                                   metrics_in_block(fresh), fmt="JSONEachRow")  # fmt: skip
+        return sum(len(b.values) for b in fresh)
+
+    def _stored_ids(self, table: str, column: str, ids: list[str], times: list[int]) -> set[str]:
+        rows = self.client.query(
+            f"SELECT DISTINCT {column} FROM {self.database}.{table} WHERE time BETWEEN "
+            f"fromUnixTimestamp64Nano({{lo:Int64}}) AND fromUnixTimestamp64Nano({{hi:Int64}}) "
+            f"AND {column} IN {{ids:Array(String)}}",
+            parameters={"lo": min(times), "hi": max(times), "ids": ids},
+        ).result_rows
+        return {sid for (sid,) in rows}
 
     def insert(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
         """A plain insert, for tables whose engine makes a repeated row harmless."""
@@ -380,11 +419,10 @@ class SinkService:
         self.rows_written += await self.store.run(self.store.insert, "incidents", INCIDENT_COLUMNS, rows)
 
     async def handle_metrics(self, batches: list[MetricBatch]) -> None:
-        metrics = [row for b in batches for row in metric_rows(b)]
         processes = [row for b in batches for row in process_rows(b)]
 
         def write() -> int:
-            n = self.store.insert_new("metrics", METRIC_COLUMNS, metrics, rows_per_id=True)
+            n = self.store.insert_batches(batches)
             return n + self.store.insert_new("gpu_processes", PROCESS_COLUMNS, processes, rows_per_id=True)
 
         self.rows_written += await self.store.run(write)

@@ -238,3 +238,24 @@ SELECT cluster, gpu_uuid, argMax(serial, time) AS serial, argMax(model, time) AS
 FROM gpuhealth.inventory
 WHERE gpu_uuid != ''
 GROUP BY cluster, gpu_uuid;
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metrics_in_local ON CLUSTER gpuhealth
+(
+    batch_id  String,
+    time_ns   Int64,
+    cluster   String,
+    node      String,
+    entity    String,
+    gpu_uuid  String,
+    names     Array(String),
+    values    Array(Float64)
+)
+ENGINE = Null;
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metrics_in ON CLUSTER gpuhealth AS gpuhealth.metrics_in_local
+ENGINE = Distributed(gpuhealth, gpuhealth, metrics_in_local, cityHash64(node));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS gpuhealth.metrics_in_mv ON CLUSTER gpuhealth TO gpuhealth.metrics_local AS
+SELECT batch_id, fromUnixTimestamp64Nano(time_ns) AS time, cluster, node, entity, gpu_uuid, name, value
+FROM gpuhealth.metrics_in_local
+ARRAY JOIN names AS name, values AS value;
