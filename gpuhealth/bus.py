@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -210,6 +211,7 @@ class Consumer(Generic[T]):
         batch: int = 1000,
         ack_wait_s: float = 15.0,
         start_seq: int | None = None,
+        linger_s: float = 0.0,
     ) -> None:
         self.js = js
         self.stream = stream
@@ -221,6 +223,9 @@ class Consumer(Generic[T]):
         self.batch = batch
         self.ack_wait_s = ack_wait_s
         self.start_seq = start_seq  # where a consumer created now starts (None: the stream's beginning)
+        # Wait up to this long for a batch to fill: a store wants few large inserts, a rules
+        # engine wants every event at once (0).
+        self.linger_s = linger_s
         self.processed = 0
         self.dead_lettered = 0
 
@@ -245,6 +250,8 @@ class Consumer(Generic[T]):
                 log.warning("%s: fetch failed (%s); retrying", self.stage, e)
                 await asyncio.sleep(backoff)
                 continue
+            if self.linger_s and len(msgs) < self.batch:
+                msgs += await self._linger(sub, len(msgs))
             good: list[T] = []
             for m in msgs:
                 item = await self._decode_or_dead_letter(m)
@@ -258,6 +265,19 @@ class Consumer(Generic[T]):
                 return
             for m in msgs:
                 await _ack(m)
+
+    async def _linger(self, sub: JetStreamContext.PullSubscription, have: int) -> list[Msg]:
+        """More of the batch, until it is full or linger_s has passed since its first message."""
+        more: list[Msg] = []
+        deadline = time.monotonic() + self.linger_s
+        while have + len(more) < self.batch and (left := deadline - time.monotonic()) > 0.01:
+            try:
+                more += await sub.fetch(self.batch - have - len(more), timeout=left)
+            except (TimeoutError, nats.errors.TimeoutError):
+                break
+            except nats.errors.Error:
+                break  # what we have is handled now; the loop deals with the connection
+        return more
 
     async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
         # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge

@@ -395,7 +395,11 @@ MAX_REPLY_BYTES = 4 << 20
 
 
 class SinkService:
-    def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink") -> None:
+    def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink", batch: int = 5000,
+                 linger_s: float = 1.0) -> None:  # fmt: skip
+        # Inserts of up to `batch` messages, at most `linger_s` after the first of them arrived:
+        # ClickHouse wants a few large inserts a second per table, not one per message.
+        self.batch, self.linger_s = batch, linger_s
         self.nc = nc
         self.js = js
         self.store = store
@@ -480,6 +484,8 @@ class SinkService:
                 decoder=decoder,
                 stage=stage,
                 handle=handle,
+                batch=self.batch,
+                linger_s=self.linger_s,
             )
             for spec, decoder, handle, stage in wiring
         ]

@@ -2,10 +2,10 @@
 
     python -m sinks.generate chdb:///tmp/week --week 2026-W47 [--bulk-metrics N] [--bulk-events N]
 
-Writes a small fleet whose every report figure is known (printed as JSON: the
+Writes a small fleet whose every report figure is known (``expected()``: the
 truth the report is tested against), and optionally bulk rows that change no
-figure (temperatures, informational events) so the report's speed can be
-measured over a realistic volume. Rows go in as the sink writes them: health
+figure (temperatures, zero ECC counters, informational events) so the report's
+speed can be measured over a realistic volume. Rows go in as the sink writes them: health
 states feed the ``actions`` view, metrics the hourly rollup.
 """
 
@@ -124,13 +124,16 @@ def expected(week: str) -> dict[str, Any]:
 
 
 def _bulk_metrics(store: Store, ws: int, n: int) -> None:
-    """n temperature samples over the week from 1,000 nodes x 8 GPUs, in ClickHouse itself."""
+    """n samples over the week from 1,000 nodes x 8 GPUs, in ClickHouse itself: temperatures and power,
+    and ECC and remapped-row counters at zero (the report reads them, no figure changes)."""
     step = 7 * DAY // max(1, n // 8000)
     store.client.command(
         f"INSERT INTO {store.database}.metrics SELECT concat('bulk-', toString(intDiv(number, 8))) AS batch_id, "
         f"fromUnixTimestamp64Nano(toInt64({ws} + intDiv(number, 8000) * {step})) AS time, 'c', "
         f"concat('bulk-', toString(intDiv(number, 8) % 1000)), concat('0000:', toString(number % 8), ':00.0'), "
-        f"concat('GPU-bulk-', toString(number % 8000)), 'temperature_gpu_c', 30 + (number % 50) "
+        f"concat('GPU-bulk-', toString(number % 8000)) AS gpu, ['temperature_gpu_c', 'power_w', "
+        f"'ecc_sbe_aggregate', 'remapped_rows_pending'][intDiv(number, 8000) % 4 + 1] AS name, "
+        f"if(name IN ('temperature_gpu_c', 'power_w'), 30 + (number % 50), 0) "
         f"FROM numbers({n})",
         settings={"max_insert_threads": 4, "max_block_size": 1_000_000},
     )

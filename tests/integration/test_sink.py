@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -191,3 +192,31 @@ def test_metrics_ttl_is_configurable(chdb_path: Path) -> None:
     finally:
         s.client.command(f"DROP DATABASE IF EXISTS {s.database}")
         s.close()
+
+
+async def test_a_trickle_of_events_is_inserted_in_few_batches_not_one_per_message(nc: NATS, store: Store) -> None:
+    js = nc.jetstream()
+    sink = SinkService(nc, js, store, linger_s=1.0)
+    inserts: list[int] = []
+    handle = sink.handle_events
+
+    async def counted(events: list[Any]) -> None:
+        inserts.append(len(events))
+        await handle(events)
+
+    sink.handle_events = counted  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    task = asyncio.create_task(sink.run(stop))
+    try:
+        await asyncio.sleep(1.0)  # bound and waiting
+        for i in range(30):  # 30 events at 20/s: 1.5 s
+            e = kernel_event(1000 + i)
+            await bus.publish_batch(js, [(subjects.event_subject(e.node, "kmsg"), e.id, encode(e))])
+            await asyncio.sleep(0.05)
+        async with asyncio.timeout(10):
+            while counts(store) != (30, 30):
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task
+    assert sum(inserts) == 30 and len(inserts) <= 4, inserts  # about one insert a second, not 30
