@@ -395,7 +395,7 @@ MAX_REPLY_BYTES = 4 << 20
 
 
 class SinkService:
-    def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink", batch: int = 5000,
+    def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink", batch: int = 2000,
                  linger_s: float = 1.0) -> None:  # fmt: skip
         # Inserts of up to `batch` messages, at most `linger_s` after the first of them arrived:
         # ClickHouse wants a few large inserts a second per table, not one per message.
