@@ -203,6 +203,27 @@ def serve_sink(
     raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days)))
 
 
+@app.command()
+def simulate(
+    nodes: Annotated[int, typer.Option("--nodes", help="how many simulated nodes")] = 50,
+    gpus: Annotated[int, typer.Option("--gpus", help="GPUs per node")] = 8,
+    fault_rate: Annotated[float, typer.Option("--fault-rate", help="faults per node-hour")] = 0.5,
+    interval: Annotated[float, typer.Option("--interval", help="seconds between metric polls")] = 10.0,
+    duration: Annotated[float | None, typer.Option("--duration", help="stop after SECONDS (default: Ctrl-C)")] = None,
+    cluster: Annotated[str, typer.Option("--cluster", help="the simulated nodes' cluster")] = "sim",
+    seed: Annotated[int, typer.Option("--seed", help="the same seed, the same faults")] = 1,
+    data_dir: DataDirOpt = None,
+    nats: NatsOpt = None,
+) -> None:
+    """A fleet of simulated nodes (fake NVML, real kernel line formats, sysfs faults) publishing into NATS."""
+    from gpuhealth.cli_up import run_simulation
+
+    _log_to_stderr(logging.WARNING)
+    url = client.nats_url_for(data_dir_of(data_dir), nats)
+    raise typer.Exit(asyncio.run(run_simulation(url, nodes=nodes, gpus=gpus, fault_rate=fault_rate, interval=interval,
+                                                duration=duration, cluster=cluster, seed=seed)))  # fmt: skip
+
+
 # ---------------------------------------------------------------- reading
 
 
