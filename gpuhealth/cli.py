@@ -307,11 +307,12 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]]) -> None
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
+    outputs: Annotated[bool, typer.Option("--outputs", help="the schema of gpuctl's --json output instead")] = False,
 ) -> None:
-    """The JSON Schema of every message on gpuhealth's subjects."""
-    from gpuhealth.wire_schema import render
+    """The JSON Schema of every message on gpuhealth's subjects (or, --outputs, of gpuctl's --json output)."""
+    from gpuhealth import cli_schema, wire_schema
 
-    text = render()
+    text = cli_schema.render() if outputs else wire_schema.render()
     if out is None:
         sys.stdout.write(text)
     else:
@@ -319,11 +320,16 @@ def schema(
 
 
 @app.command()
-def version() -> None:
-    """Print gpuctl's version."""
+def version(json_out: JsonOpt = False) -> None:
+    """Print gpuctl's version (and the wire schema version it speaks)."""
     from importlib.metadata import version as v
 
-    print(f"gpuctl {v('gpuhealth')}")
+    from gpuhealth.events import SCHEMA_VERSION
+
+    if json_out:
+        print(json.dumps({"gpuctl": v("gpuhealth"), "wire_schema": SCHEMA_VERSION}))
+    else:
+        print(f"gpuctl {v('gpuhealth')} (wire schema {SCHEMA_VERSION})")
 
 
 def main() -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -70,10 +72,33 @@ def iso(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+COLOURS = {"Healthy": "green", "Degraded": "yellow", "Unhealthy": "bold red", "Unknown": "magenta",
+           "Critical": "bold red", "Fatal": "bold red"}  # fmt: skip
+
+
 def print_table(rows: Sequence[Sequence[str]]) -> None:
+    """A header row and data rows: a rich table with health in colour on a terminal, plain columns when piped
+    (what scripts and grep see does not depend on the terminal)."""
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        from rich.console import Console
+
+        Console().print(rich_table(rows))
+        return
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+
+
+def rich_table(rows: Sequence[Sequence[str]]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for name in rows[0]:
+        table.add_column(name, overflow="fold")
+    for r in rows[1:]:
+        table.add_row(*(Text(c, style=COLOURS.get(c, "")) for c in r))
+    return table
 
 
 LookbackOpt = Annotated[

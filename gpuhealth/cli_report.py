@@ -22,7 +22,7 @@ report_app = typer.Typer(help="Fleet reports from ClickHouse (each section is a 
 @report_app.command("weekly")
 def weekly(
     week: Annotated[
-        str | None, typer.Option("--week", help="ISO week, e.g. 2026-W47 (default: the last complete one)")
+        str | None, typer.Option("--week", help="ISO week, e.g. 2026-W47, or 'this' (default: the last complete one)")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="text, json, md or html")] = "text",
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,

@@ -55,14 +55,17 @@ def sections() -> list[Section]:
 
 
 def week_bounds(week: str | None, today: dt.date | None = None) -> tuple[dt.datetime, dt.datetime, str]:
-    """'2026-W47' → (Monday 00:00 UTC, the next Monday, label); None → the last complete week."""
+    """'2026-W47' → (Monday 00:00 UTC, the next Monday, label); None → the last complete week;
+    'this' → the week in progress."""
+    today = today or dt.datetime.now(dt.UTC).date()
     if week is None:
-        today = today or dt.datetime.now(dt.UTC).date()
         monday = today - dt.timedelta(days=today.weekday() + 7)
+    elif week.strip().lower() in ("this", "current"):
+        monday = today - dt.timedelta(days=today.weekday())
     else:
         m = re.fullmatch(r"(\d{4})-W(\d{2})", week.strip())
         if not m:
-            raise ConfigError(f"bad week {week!r}: use the ISO form 2026-W47")
+            raise ConfigError(f"bad week {week!r}: use the ISO form 2026-W47, or 'this'")
         try:
             monday = dt.date.fromisocalendar(int(m.group(1)), int(m.group(2)), 1)
         except ValueError as e:

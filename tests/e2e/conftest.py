@@ -113,3 +113,13 @@ def wait_for(predicate: object, timeout: float = 30, every: float = 0.2) -> None
             return
         time.sleep(every)
     raise AssertionError(f"not true within {timeout}s")
+
+
+def assert_shape(output: str, value: object) -> None:
+    """The JSON a command printed matches its documented schema (gpuhealth/schema/cli.schema.json)."""
+    import jsonschema
+
+    from gpuhealth.cli_schema import output_schema
+
+    schema = output_schema()
+    jsonschema.validate(value, {"$defs": schema["$defs"], **schema["properties"][output]})

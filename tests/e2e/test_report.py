@@ -12,7 +12,7 @@ import pytest
 
 from sinks.generate import expected
 from sinks.report import week_bounds
-from tests.e2e.conftest import gpuctl
+from tests.e2e.conftest import assert_shape, gpuctl
 
 # The last complete week: raw metric samples older than the TTL (180 days) would not be kept.
 START, END, WEEK = week_bounds(None)
@@ -35,6 +35,7 @@ def test_every_section_has_the_generated_weeks_numbers(store: str) -> None:
     r = report(store, "--format", "json")
     assert r.returncode == 0, r.stderr
     got: dict[str, Any] = json.loads(r.stdout)
+    assert_shape("report weekly", got)
     want = expected(WEEK)
     s = got["sections"]
     assert got["week"] == WEEK

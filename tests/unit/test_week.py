@@ -20,6 +20,7 @@ def test_the_default_is_the_last_complete_week() -> None:
     start, end, label = week_bounds(None, today=dt.date(2026, 11, 21))  # a Saturday in W47
     assert (start.date(), end.date(), label) == (dt.date(2026, 11, 9), dt.date(2026, 11, 16), "2026-W46")
     assert week_bounds(None, today=dt.date(2026, 11, 16))[2] == "2026-W46"  # Monday: the week just ended
+    assert week_bounds("this", today=dt.date(2026, 11, 21))[2] == "2026-W47"
 
 
 @pytest.mark.parametrize("bad", ["2026-47", "W47", "2026-W54", "2026-W00"])
