@@ -236,6 +236,7 @@ def status(
     node: Annotated[str | None, typer.Option("--node", help="only this node")] = None,
     component: Annotated[str | None, typer.Option("--component", help="only this component")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="only this GPU: its UUID, PCI id or index")] = None,
+    show_all: Annotated[bool, typer.Option("--all", help="list Healthy states and every GPU, however many")] = False,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
 ) -> None:
@@ -267,7 +268,7 @@ def status(
     if json_out:
         print(json.dumps({"states": [state_json(s) for s in states], "gpus": gpus}, indent=2))
     else:
-        _print_states(states, gpus)
+        _print_states(states, gpus, show_all=show_all)
     raise typer.Exit(STATUS_EXIT[client.worst(states)])
 
 
@@ -289,19 +290,32 @@ def filter_status(
     return states, gpus
 
 
-def _print_states(states: list[HealthState], gpus: list[dict[str, Any]]) -> None:
-    if not states:
-        print("no health states yet")
-    rows = [("NODE", "COMPONENT", "ENTITY", "HEALTH", "ACTION", "REASON")]
-    for s in sorted(states, key=lambda s: (-HEALTH_ORDER[s.health], s.node, s.component, s.entity)):
-        rows.append((s.node, s.component, s.entity, s.health, ",".join(s.repair_actions) or "-", s.reason))
-    print_table(rows)
-    if gpus:
+FEW = 30  # up to this many states (or one node's), the table shows Healthy ones too
+
+
+def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show_all: bool) -> None:
+    """One node: everything. A fleet: what is not Healthy, and a count of the rest (--all lists it)."""
+    ordered = sorted(states, key=lambda s: (-HEALTH_ORDER[s.health], s.node, s.component, s.entity))
+    nodes = len({s.node for s in states})
+    everything = show_all or nodes <= 1 or len(states) <= FEW
+    shown = ordered if everything else [s for s in ordered if s.health != "Healthy"]
+    if shown:
+        print_table([("NODE", "COMPONENT", "ENTITY", "HEALTH", "ACTION", "REASON")]
+                    + [(s.node, s.component, s.entity, s.health, ",".join(s.repair_actions) or "-", s.reason)
+                       for s in shown])  # fmt: skip
+    counts = {h: sum(s.health == h for s in states) for h in HEALTH_ORDER}
+    summary = ", ".join(f"{n} {h}" for h, n in counts.items() if n)
+    hidden = len(states) - len(shown)
+    print(f"{len(states)} states on {nodes} node{'s' if nodes != 1 else ''}: {summary or 'none yet'}"
+          + (f" ({hidden} Healthy not listed: --all)" if hidden else ""))  # fmt: skip
+    if gpus and (everything or len(gpus) <= 16):
         print()
         print_table(
             [("NODE", "GPU", "PCI", "UUID", "NAME")]
             + [(g["node"], str(g["index"]), g["pci_bus_id"], g["uuid"] or "-", g["name"] or "-") for g in gpus]
         )
+    elif gpus:
+        print(f"{len(gpus)} GPUs (--all, --node or --gpu to list them)")
 
 
 @app.command()

@@ -1,9 +1,9 @@
 -- Fleet availability per node: seconds the node spent Unhealthy, Degraded and Unknown in the week,
 -- the node's health at any instant being the worst of its components' (states carried in from before
--- the week count from its start). Parameters: start, end ('YYYY-MM-DD hh:mm:ss', UTC).
+-- the week count from its start; a week in progress ends now). Parameters: start, end ('YYYY-MM-DD hh:mm:ss', UTC).
 WITH
     toDateTime64({start:String}, 9, 'UTC') AS ws,
-    toDateTime64({end:String}, 9, 'UTC') AS we
+    least(toDateTime64({end:String}, 9, 'UTC'), now64(9)) AS we
 SELECT
     node,
     sumIf(dur, sev = 2) AS unhealthy_s,
