@@ -51,8 +51,22 @@ def xid_line(xid: int, pci: str) -> str:
     return f"NVRM: Xid (PCI:{norm[:-2]}): {xid}, pid='<unknown>', name=<unknown>, {text}"
 
 
+def sxid_line(sxid: int, pci: str) -> str:
+    """An NVSwitch SXid line as the driver prints it."""
+    from producers.kernel import normalise_pci
+    from rules.catalog import load
+
+    norm = normalise_pci(pci)
+    if norm is None:
+        raise ConfigError(f"bad PCI address {pci!r}: use e.g. 0000:05:00.0")
+    entry = load().sxid.get(sxid)
+    severity = "Fatal" if entry is not None and entry.severity == "Fatal" else "Non-fatal"
+    return f"nvidia-nvswitch0: SXid (PCI:{norm}): {sxid}, {severity}, {entry.name if entry else 'Unknown error'}"
+
+
 def inject_fault(
     xid: Annotated[int | None, typer.Option("--xid", help="inject this NVIDIA Xid")] = None,
+    sxid: Annotated[int | None, typer.Option("--sxid", help="inject this NVSwitch SXid (--pci: the NVSwitch)")] = None,
     pci: Annotated[str | None, typer.Option("--pci", help="the GPU's PCI address, e.g. 0000:04:00.0")] = None,
     kernel_message: Annotated[str | None, typer.Option("--kernel-message", help="inject this kernel line")] = None,
     priority: Annotated[str, typer.Option("--priority", help="KERN_ERR, kern.warn, … or 0-7")] = "KERN_ERR",
@@ -73,19 +87,19 @@ def inject_fault(
                                     ("gpu_lost", nvml_gpu_lost), (f"remap_{nvml_remap}", nvml_remap is not None),
                                     ("slowdown", nvml_slowdown)) if on]  # fmt: skip
     if nvml_actions:
-        if len(nvml_actions) > 1 or xid is not None or kernel_message is not None:
+        if len(nvml_actions) > 1 or xid is not None or sxid is not None or kernel_message is not None:
             raise ConfigError("give one fault at a time")
         if nvml_remap not in (None, "pending", "failed"):
             raise ConfigError("--nvml-remap takes pending or failed")
         request = {"action": nvml_actions[0], "gpu": gpu, "xid": nvml_xid or 0}
         print(asyncio.run(_inject_nvml(node, request, data_dir_of(data_dir), nats)))
         return
-    if (xid is None) == (kernel_message is None):
-        raise ConfigError("give exactly one of --xid or --kernel-message (or an --nvml-… fault)")
-    if xid is not None:
+    if sum(x is not None for x in (xid, sxid, kernel_message)) != 1:
+        raise ConfigError("give exactly one of --xid, --sxid or --kernel-message (or an --nvml-… fault)")
+    if xid is not None or sxid is not None:
         if pci is None:
-            raise ConfigError("--xid needs --pci (the GPU's PCI address)")
-        message = xid_line(xid, pci)
+            raise ConfigError(f"--{'x' if xid is not None else 'sx'}id needs --pci (the device's PCI address)")
+        message = xid_line(xid, pci) if xid is not None else sxid_line(int(sxid or 0), pci)
     else:
         message = str(kernel_message)
     prio = parse_priority(priority)

@@ -117,6 +117,10 @@ SELECT id, toUnixTimestamp64Nano(time) AS time_ns, cluster, node, boot_id, sourc
        xid, sxid, pci_bus_id, pid, process, message, count
 FROM gpuhealth.events
 WHERE time >= now64(9) - toIntervalSecond({since_s:UInt64})
+  AND time < now64(9) - toIntervalSecond({until_s:UInt64})
+  AND ({node:String} = '' OR node = {node:String})
+  AND ({component:String} = '' OR component = {component:String})
+  AND ({kind:String} = '' OR kind = {kind:String} OR type = {kind:String})
 ORDER BY time DESC, id
 LIMIT {limit:UInt32}
 """
@@ -124,6 +128,10 @@ LIMIT {limit:UInt32}
 
 def events(
     since: Annotated[str, typer.Option("--since", help="how far back: 90s, 15m, 1h, 7d")] = "1h",
+    until: Annotated[str, typer.Option("--until", help="up to this long ago: 0s (now), 30m, 1d")] = "0s",
+    node: Annotated[str | None, typer.Option("--node", help="only this node")] = None,
+    component: Annotated[str | None, typer.Option("--component", help="only this component")] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="only this kind: xid, sxid, aer, reboot, …")] = None,
     limit: Annotated[int, typer.Option("--limit", help="at most this many events, newest first")] = 1000,
     json_out: JsonOpt = False,
     data_dir: DataDirOpt = None,
@@ -131,7 +139,8 @@ def events(
     clickhouse: DirectClickhouseOpt = None,
 ) -> None:
     """Events stored in ClickHouse, newest first."""
-    params = {"since_s": parse_duration(since), "limit": limit}
+    params = {"since_s": parse_duration(since), "until_s": parse_duration(until), "node": node or "",
+              "component": component or "", "kind": kind or "", "limit": limit}  # fmt: skip
 
     async def read() -> tuple[list[str], list[list[Any]]]:
         async with Reader(data_dir, nats, clickhouse) as r:

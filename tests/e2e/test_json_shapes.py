@@ -53,3 +53,24 @@ def test_nothing_running_is_exit_4_with_one_line(tmp_path: Path) -> None:
         r = gpuctl(*command, "--data-dir", str(tmp_path / "nothing"))
         assert r.returncode == 4, (command, r.returncode, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, command
+
+
+def test_events_filters_and_an_injected_sxid(up_stack: Up) -> None:
+    d = str(up_stack.data_dir)
+    r = gpuctl("inject-fault", "--sxid", "12028", "--pci", "0000:05:00.0", "--kmsg-path", str(up_stack.kmsg))
+    assert r.returncode == 0, r.stderr
+    r = gpuctl("inject-fault", "--xid", "13", "--pci", "0000:04:00.0", "--kmsg-path", str(up_stack.kmsg))
+    assert r.returncode == 0, r.stderr
+
+    def events(*args: str) -> list[dict[str, object]]:
+        code, out = gpuctl_json("events", "--data-dir", d, *args)
+        assert code == 0
+        return list(out)  # type: ignore[call-overload]
+
+    wait_for(lambda: len(events("--kind", "sxid")) == 1 and len(events("--kind", "xid")) == 1, timeout=30)
+    [sx] = events("--kind", "sxid")
+    assert (sx["sxid"], sx["pci_bus_id"], sx["component"]) == (12028, "0000:05:00.0", "accelerator-nvidia-error-sxid")
+    assert [e["kind"] for e in events("--component", "accelerator-nvidia-error-xid")] == ["xid"]
+    assert events("--node", "another-node") == []
+    assert events("--until", "1h") == []  # nothing is older than an hour
+    assert len(events("--kind", "source_status")) >= 1
