@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import re
 import signal
+import ssl
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -46,22 +49,53 @@ log = logging.getLogger("gpuhealth.bus")
 T = TypeVar("T")
 
 
+def redact(url: str) -> str:
+    """A NATS URL without its password or token, for logs and errors."""
+    return re.sub(r"://([^:/@]+):[^@/]*@", r"://\1:***@", re.sub(r"://([^:/@]+)@", r"://***@", url))
+
+
+def auth_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Credentials and TLS from the environment (set by gpuctl's --nats-* options, or by systemd and
+    Kubernetes), so every process of a deployment, the exec'd agent included, gets the same:
+    GPUHEALTH_NATS_CREDS (a .creds file), _USER and _PASSWORD, _TOKEN, _TLS_CA, _TLS_CERT and _TLS_KEY.
+    A URL may carry user:password@ or token@ itself."""
+    env = os.environ if env is None else env
+    opts: dict[str, Any] = {}
+    if creds := env.get("GPUHEALTH_NATS_CREDS"):
+        opts["user_credentials"] = creds
+    if user := env.get("GPUHEALTH_NATS_USER"):
+        opts["user"], opts["password"] = user, env.get("GPUHEALTH_NATS_PASSWORD", "")
+    if token := env.get("GPUHEALTH_NATS_TOKEN"):
+        opts["token"] = token
+    ca, cert, key = (env.get(f"GPUHEALTH_NATS_TLS_{k}") for k in ("CA", "CERT", "KEY"))
+    if ca or cert:
+        ctx = ssl.create_default_context(cafile=ca or None)
+        if cert:
+            ctx.load_cert_chain(cert, key or None)
+        opts["tls"] = ctx
+    return opts
+
+
 async def connect(url: str, name: str, *, retry_for: float | None = None) -> NATS:
     """Connect with reconnects forever once connected. ``retry_for`` seconds of
     retrying the first connection (None: forever, 0: one try)."""
     loop = asyncio.get_running_loop()
     deadline = None if retry_for is None else loop.time() + retry_for
+    shown = redact(url)
+    refused: list[str] = []
 
     async def on_error(e: Exception) -> None:
+        if isinstance(e, nats.errors.AuthorizationError) or "authorization" in str(e).lower():
+            refused.append(str(e) or "authorization violation")
         log.debug("nats: %s", e)
 
     async def on_disconnect() -> None:
         # Also called by close() and drain(); only an unplanned loss is worth a warning.
         if not nc_ref or not (nc_ref[0].is_closed or nc_ref[0].is_draining):
-            log.warning("nats: disconnected from %s, reconnecting", url)
+            log.warning("nats: disconnected from %s, reconnecting", shown)
 
     async def on_reconnect() -> None:
-        log.info("nats: reconnected to %s", url)
+        log.info("nats: reconnected to %s", shown)
 
     nc_ref: list[NATS] = []
     # With reconnects forever, nats-py also retries the first connection forever:
@@ -79,11 +113,15 @@ async def connect(url: str, name: str, *, retry_for: float | None = None) -> NAT
                 error_cb=on_error,
                 disconnected_cb=on_disconnect,
                 reconnected_cb=on_reconnect,
+                **auth_options(),
             ),
             timeout=remaining,
         )
     except TimeoutError as e:
-        raise ConnectionError(f"no NATS server answered at {url} within {retry_for:.0f}s") from e
+        if refused:
+            why = f"NATS at {shown} refused the credentials ({refused[-1]})"
+            raise ConnectionRefusedError(f"{why}: check --nats-creds, the user and password, or the token") from None
+        raise ConnectionError(f"no NATS server answered at {shown} within {retry_for:.0f}s") from e
     nc_ref.append(nc)
     return nc
 

@@ -57,6 +57,32 @@ serve_app = typer.Typer(
     help="Run one stage against a NATS server (what systemd units and Kubernetes start).", no_args_is_help=True
 )
 app.add_typer(serve_app, name="serve")
+
+
+@app.callback()
+def _connection(
+    nats_creds: Annotated[
+        Path | None,
+        typer.Option("--nats-creds", envvar="GPUHEALTH_NATS_CREDS", help="a NATS .creds file (JWT and NKey)"),
+    ] = None,
+    nats_user: Annotated[
+        str | None,
+        typer.Option(
+            "--nats-user", envvar="GPUHEALTH_NATS_USER", help="NATS user; the password from $GPUHEALTH_NATS_PASSWORD"
+        ),
+    ] = None,
+    nats_tls_ca: Annotated[
+        Path | None,
+        typer.Option("--nats-tls-ca", envvar="GPUHEALTH_NATS_TLS_CA", help="CA bundle to verify the NATS servers"),
+    ] = None,
+) -> None:
+    """How every command (and the agent it may start) authenticates to NATS: set once, before the command.
+    A token or user:password may also be in the URL; none of it is ever logged."""
+    for name, value in (("CREDS", nats_creds), ("USER", nats_user), ("TLS_CA", nats_tls_ca)):
+        if value is not None:
+            os.environ[f"GPUHEALTH_NATS_{name}"] = str(value)  # the exec'd agent inherits it
+
+
 app.command("inject-fault")(cli_kernel.inject_fault)
 app.command("parse")(cli_kernel.parse)
 app.command("scan")(cli_kernel.scan)

@@ -14,7 +14,7 @@ from nats.aio.client import Client as NATS
 
 from gpuhealth import bus, subjects
 from gpuhealth.config import read_run_info
-from gpuhealth.errors import NotRunningError, QueryError
+from gpuhealth.errors import ConfigError, NotRunningError, QueryError
 from gpuhealth.events import HEALTH_DECODER, HEALTH_ORDER, INVENTORY_DECODER, HealthState, Inventory
 
 
@@ -30,8 +30,10 @@ def nats_url_for(data_dir: Path, nats_url: str | None) -> str:
 async def open_client(url: str) -> NATS:
     try:
         return await bus.connect(url, "gpuctl", retry_for=2.0)
+    except ConnectionRefusedError as e:
+        raise ConfigError(str(e)) from None
     except (TimeoutError, OSError, nats.errors.Error) as e:
-        raise NotRunningError(f"no gpuhealth answers at {url}: {e}") from e
+        raise NotRunningError(f"no gpuhealth answers at {bus.redact(url)}: {e}") from e
 
 
 async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
