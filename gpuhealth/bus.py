@@ -21,7 +21,7 @@ import re
 import signal
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -173,18 +173,7 @@ async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, by
 
     Raises TimeoutError or a NATS error when any is not acknowledged; the caller
     retries the whole batch, which the ids make harmless."""
-    futures: list[asyncio.Future[Any]] = []
-    try:
-        for subject, msg_id, payload in items:
-            futures.append(await js.publish_async(subject, payload, headers=headers_for(msg_id)))
-        async with asyncio.timeout(timeout):
-            for fut in futures:
-                await fut
-    finally:
-        # An unanswered publish would hold its slot of publish_async's window forever.
-        for fut in futures:
-            if not fut.done():
-                fut.cancel()
+    await _all_in_flight(js, ((subject, payload, headers_for(msg_id)) for subject, msg_id, payload in items), timeout)
 
 
 Item = tuple[str, str, bytes]  # subject, message id, payload
@@ -194,14 +183,21 @@ async def kv_put_many(js: JetStreamContext, bucket: str, entries: Sequence[tuple
                       timeout: float = 10.0) -> None:  # fmt: skip
     """Put many keys in one round trip: what KeyValue.put does (a JetStream publish to the
     bucket's subject), with every publish in flight at once instead of one awaited after another."""
+    await _all_in_flight(js, ((f"$KV.{bucket}.{key}", value, None) for key, value in entries), timeout)
+
+
+async def _all_in_flight(
+    js: JetStreamContext, messages: Iterable[tuple[str, bytes, dict[str, str] | None]], timeout: float
+) -> None:
     futures: list[asyncio.Future[Any]] = []
     try:
-        for key, value in entries:
-            futures.append(await js.publish_async(f"$KV.{bucket}.{key}", value))
+        for subject, payload, headers in messages:
+            futures.append(await js.publish_async(subject, payload, headers=headers))
         async with asyncio.timeout(timeout):
             for fut in futures:
                 await fut
     finally:
+        # An unanswered publish would hold its slot of publish_async's window forever.
         for fut in futures:
             if not fut.done():
                 fut.cancel()

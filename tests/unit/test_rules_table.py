@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from gpuhealth.events import Event, HealthState, HostEvent, Incident, KernelEvent, NvlinkDetail, NvmlEvent
+from gpuhealth.events import Event, HostEvent, Incident, KernelEvent, NvlinkDetail, NvmlEvent
 from producers.klog import COMPONENT_OF_KIND
 from rules.catalog import load
-from rules.engine import NodeState, apply, apply_all
+from rules.engine import NodeState, apply_all
+from tests.unit.test_engine import run
 
 CAT = load()
 LIM = CAT.limits
@@ -45,16 +46,6 @@ def host(kind: str, component: str, entity: str, minute: float = 0, boot: str = 
 def nvlink_xid(code: int, unit: str, fatal: bool, minute: float = 0) -> KernelEvent:
     return kernel("xid", minute, xid=code, pci_bus_id=GPU, nvlink=NvlinkDetail(subcode=1, unit=unit, fatal=fatal),
                   message=f"NVRM: Xid (PCI:0000:18:00): {code}, {unit} {'Fatal' if fatal else 'Nonfatal'} XC0")  # fmt: skip
-
-
-def run(events: list[Event]) -> tuple[NodeState, list[HealthState]]:
-    state: NodeState | None = None
-    out: list[HealthState] = []
-    for ev in events:
-        state, o = apply(state, ev, CAT)
-        out += o
-    assert state is not None
-    return state, out
 
 
 XID = "accelerator-nvidia-error-xid"
