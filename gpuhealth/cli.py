@@ -99,7 +99,10 @@ app.command("fleet")(cli_read.fleet)
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    """stderr, or the journal with its structured fields when systemd runs us."""
+    from gpuhealth import sd
+
+    logging.basicConfig(level=level, handlers=[sd.log_handler()])
 
 
 # ---------------------------------------------------------------- running

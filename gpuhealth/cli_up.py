@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuhealth import bus
+from gpuhealth import bus, sd
 from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
@@ -182,6 +182,8 @@ async def run_up(o: UpOptions) -> int:
         for name, state in sources.items():
             print(f"  source {name}: {state}", flush=True)
         print("ready: Ctrl-C to stop", flush=True)
+        sd.ready(f"node {identity.node}: {len(sources)} sources")
+        tasks.append(asyncio.create_task(sd.watchdog(stop)))
         await _watch(agent, stop, tasks)
     finally:
         stop.set()
@@ -231,7 +233,11 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
     js = nc.jetstream()
     await bus.provision(js)
-    await RulesService(js, instance=instance, instances=instances, limits=limits).run(stop)
+    service = RulesService(js, instance=instance, instances=instances, limits=limits)
+    await service.start()
+    sd.ready(f"rules instance {instance} of {instances}")
+    await asyncio.gather(service.run(stop), sd.watchdog(stop))
+    sd.stopping()
     await bus.shutdown(nc)
     return 0
 
@@ -244,9 +250,11 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()
     await bus.provision(js)
+    sd.ready(f"sink to {store.target.redacted()}")
     try:
-        await SinkService(nc, js, store).run(stop)
+        await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))
     finally:
+        sd.stopping()
         await bus.shutdown(nc)
         await asyncio.get_running_loop().run_in_executor(None, store.close)
     return 0

@@ -23,7 +23,7 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from gpuhealth import bus, subjects
+from gpuhealth import bus, sd, subjects
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
@@ -256,6 +256,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.ready_fd is not None:
         with os.fdopen(args.ready_fd, "w") as ready:
             ready.write(json.dumps({"ready": True, "node": identity.node, "sources": sources}) + "\n")
+    sd.ready(f"node {identity.node}: " + ", ".join(f"{k} {v.split(':')[0]}" for k, v in sources.items()))
 
     tasks = []
     if statuses[0].available:
@@ -274,7 +275,9 @@ async def run(args: argparse.Namespace) -> int:
                                         ("host", host_state, host_poller.poll, args.host_interval)):  # fmt: skip
         tasks.append(asyncio.create_task(supervise(name, functools.partial(
             poller.run_loop, name, poll, state, publish, interval, stop, first_wait=True), stop)))  # fmt: skip
+    tasks.append(asyncio.create_task(sd.watchdog(stop)))
     await stop.wait()
+    sd.stopping()
     log.info("agent stopping: draining")
     for t in tasks:
         with contextlib.suppress(asyncio.TimeoutError):
@@ -287,9 +290,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
+    logging.basicConfig(level=args.log_level.upper(), handlers=[sd.log_handler()])
     try:
         return asyncio.run(run(args))
     except GpuhealthError as e:

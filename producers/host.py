@@ -51,9 +51,11 @@ def systemd_states(units: Sequence[str]) -> dict[str, tuple[str, str]]:
     if systemctl is None:
         return {}
     try:
+        # Not our notify socket: systemctl would report its own errors there as the service's.
+        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
         run = subprocess.run(
             [systemctl, "show", "--property=Id,LoadState,ActiveState", "--", *(f"{u}.service" for u in units)],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True, text=True, timeout=10, check=False, env=env,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as e:
         log.warning("systemctl failed: %s", e)
