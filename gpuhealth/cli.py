@@ -20,6 +20,7 @@ import typer
 
 from gpuhealth import cli_kernel, cli_read, cli_report, cli_rules, client
 from gpuhealth.cli_options import (
+    ApiListenOpt,
     ClickhouseOpt,
     ClickhousePasswordFileOpt,
     ClusterOpt,
@@ -129,6 +130,7 @@ def up(
     sysfs_interval: SysfsIntervalOpt = None,
     host_interval: HostIntervalOpt = None,
     rules_file: RulesFileOpt = None,
+    api_listen: ApiListenOpt = "127.0.0.1:15132",
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -154,6 +156,7 @@ def up(
         sysfs_interval=sysfs_interval,
         host_interval=host_interval,
         rules_file=rules_file,
+        api_listen=api_listen,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -175,6 +178,7 @@ def serve_agent(
     nvml_poll_interval: NvmlPollOpt = None,
     sysfs_interval: SysfsIntervalOpt = None,
     host_interval: HostIntervalOpt = None,
+    api_listen: ApiListenOpt = "127.0.0.1:15132",
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
@@ -195,6 +199,7 @@ def serve_agent(
         nvml_poll_interval=nvml_poll_interval,
         sysfs_interval=sysfs_interval,
         host_interval=host_interval,
+        api_listen=api_listen,
     )
     argv = agent_argv(nats, opts, allow_inject=allow_inject)
     sys.stdout.flush()

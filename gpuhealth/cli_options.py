@@ -119,3 +119,7 @@ RulesFileOpt = Annotated[
     Path | None,
     typer.Option("--rules", help="a rules file (TOML) over the default thresholds; see 'gpuctl rules check'"),
 ]
+ApiListenOpt = Annotated[
+    str,
+    typer.Option("--api-listen", help="the agent's local GPUd-compatible API and /metrics, HOST:PORT ('off': none)"),
+]

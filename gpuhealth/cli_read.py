@@ -37,7 +37,7 @@ def watch(
     from gpuhealth import subjects
     from gpuhealth.events import HEALTH_DECODER
 
-    subject = subjects.health_subject(node, "*") if node else f"{subjects.PREFIX}.health.>"
+    subject = subjects.node_health_subjects(node) if node else f"{subjects.PREFIX}.health.>"
 
     async def follow() -> None:
         nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))

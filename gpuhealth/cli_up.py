@@ -48,6 +48,7 @@ class UpOptions:
     sysfs_interval: float | None = None
     host_interval: float | None = None
     rules_file: Path | None = None
+    api_listen: str = "127.0.0.1:15132"
     clickhouse_password_file: Path | None = None
     metrics_ttl_days: int | None = None
 
@@ -84,6 +85,7 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
         argv.append("--journal")
     if o.journal_dir is not None:
         argv += ["--journal-dir", str(o.journal_dir)]
+    argv += ["--api-listen", o.api_listen]
     if allow_inject:
         argv.append("--allow-inject")
     return argv
@@ -183,7 +185,8 @@ async def run_up(o: UpOptions) -> int:
             print(f"  source {name}: {state}", flush=True)
         print("ready: Ctrl-C to stop", flush=True)
         sd.ready(f"node {identity.node}: {len(sources)} sources")
-        tasks.append(asyncio.create_task(sd.watchdog(stop)))
+        if sd.watchdog_interval() is not None:  # a task that ends at once would read as a service that died
+            tasks.append(asyncio.create_task(sd.watchdog(stop)))
         await _watch(agent, stop, tasks)
     finally:
         stop.set()

@@ -40,6 +40,11 @@ def health_subject(node: str, component: str) -> str:
     return f"{PREFIX}.health.{token(node)}.{token(component)}"
 
 
+def node_health_subjects(node: str) -> str:
+    """Every health subject of one node (a wildcard; health_subject would sanitise the '*')."""
+    return f"{PREFIX}.health.{token(node)}.*"
+
+
 def incident_subject(node: str, component: str) -> str:
     return f"{PREFIX}.incident.{token(node)}.{token(component)}"
 

@@ -26,7 +26,19 @@ from nats.aio.msg import Msg
 from gpuhealth import bus, sd, subjects
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
-from gpuhealth.events import GpuInfo, Inventory, encode, new_id, now_ns
+from gpuhealth.events import (
+    EVENT_DECODER,
+    HEALTH_DECODER,
+    INVENTORY_DECODER,
+    METRIC_DECODER,
+    GpuInfo,
+    Inventory,
+    SetHealthy,
+    encode,
+    new_id,
+    now_ns,
+)
+from producers import api as api_mod
 from producers import host, journald, poller, sysfs
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
@@ -82,6 +94,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         metavar="DIR",
         help="where crash records appear (repeatable; default: /sys/fs/pstore, /var/lib/systemd/pstore)",
+    )
+    p.add_argument(
+        "--api-listen",
+        default=api_mod.DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help="the local GPUd-compatible API and /metrics (default 127.0.0.1:15132; 'off': none)",
     )
     p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
     p.add_argument("--log-level", default="INFO")
@@ -217,8 +235,11 @@ async def run(args: argparse.Namespace) -> int:
     js = nc.jetstream()
     await bus.provision(js)
 
+    view = api_mod.View(identity)
+
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items)
+        note_published(view, items)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     statuses = [kernel_log.open()]
@@ -244,6 +265,7 @@ async def run(args: argparse.Namespace) -> int:
         inventory = inventory_of(identity, args.sysfs_root)
         first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
     await bus.publish_until_acked(publish, first, stop, what="agent")
+    api = await start_api(args, nc, js, identity, view, publish)
     for state in (sysfs_state, host_state):
         state.saved.unacked.clear()
         state.save()
@@ -251,6 +273,8 @@ async def run(args: argparse.Namespace) -> int:
     await serve_nvml_injections(nc, identity, nvml, args.allow_inject)
 
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
+    if api is not None:
+        sources["api"] = f"ok: http://{api.address}"
     sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
     log.info("agent ready on node %s: %s", identity.node, sources)
     if args.ready_fd is not None:
@@ -284,8 +308,70 @@ async def run(args: argparse.Namespace) -> int:
             await asyncio.wait_for(t, 10)
     kernel_log.source.close()
     nvml.close()
+    if api is not None:
+        api.close()
     await bus.shutdown(nc)
     return 0
+
+
+def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
+    """What went out, for the local API: events and metric batches (a storm is already a few events)."""
+    for subject, _, payload in items:
+        family = subject.split(".", 3)[2]
+        if family == "event":
+            view.published_event(EVENT_DECODER.decode(payload))
+        elif family == "metric":
+            view.published_metrics(METRIC_DECODER.decode(payload))
+        elif family == "inventory":
+            view.inventory = INVENTORY_DECODER.decode(payload)
+
+
+Publisher = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
+
+
+async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeIdentity, view: api_mod.View,
+                    publish: Publisher) -> api_mod.Api | None:  # fmt: skip
+    """The local API, fed with this node's health states (the KV bucket, then the health subject)."""
+    if args.api_listen in ("", "off"):
+        return None
+    loop = asyncio.get_running_loop()
+
+    async def on_health(msg: Msg) -> None:
+        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
+            view.health_changed(HEALTH_DECODER.decode(msg.data))
+
+    await nc.subscribe(subjects.node_health_subjects(identity.node), cb=on_health)
+    with contextlib.suppress(Exception):  # the bucket may be empty or away: states arrive on the subject anyway
+        kv = await js.key_value(subjects.KV_HEALTH)
+        watcher = await kv.watch(f"{subjects.kv_escape(identity.node)}.>", ignore_deletes=True)
+        while (entry := await watcher.updates(timeout=5.0)) is not None:
+            if entry.value:
+                view.health_changed(HEALTH_DECODER.decode(entry.value))
+        await watcher.stop()
+
+    def inject(message: str, priority: int) -> int:
+        return append_record(args.kmsg_path, message, priority)
+
+    def set_healthy(components: list[str], reason: str) -> int:
+        t = now_ns()
+        events = [SetHealthy(id=new_id(t), time=t, cluster=identity.cluster, node=identity.node,
+                             machine_id=identity.machine_id, boot_id=identity.boot_id, source="api",
+                             component="operator", target_component=c, user="local-api", reason=reason)
+                  for c in components]  # fmt: skip
+        items = [(subjects.event_subject(identity.node, "api"), e.id, encode(e)) for e in events]
+        api_mod.run_coroutine(loop, publish(items))
+        return len(items)
+
+    gpus = view.inventory.gpus if view.inventory else []
+    actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
+                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
+    try:
+        server = api_mod.Api(view, actions, args.api_listen)
+    except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
+        log.error("local API not started on %s: %s", args.api_listen, e)
+        return None
+    server.start()
+    return server
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,7 +62,18 @@ def start_up(data_dir: Path, kmsg: Path, *extra: str, timeout: float = 60) -> Up
     log = data_dir.parent / f"{data_dir.name}-up-{time.monotonic_ns()}.log"
     with log.open("w") as out:  # the child keeps its own descriptor
         proc = subprocess.Popen(
-            [GPUCTL, "up", "--data-dir", str(data_dir), "--kmsg-path", str(kmsg), "--node", "e2e-node", *extra],
+            [
+                GPUCTL,
+                "up",
+                "--data-dir",
+                str(data_dir),
+                "--kmsg-path",
+                str(kmsg),
+                "--node",
+                "e2e-node",
+                *(() if "--api-listen" in extra else ("--api-listen", "127.0.0.1:0")),
+                *extra,
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,

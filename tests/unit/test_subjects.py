@@ -29,3 +29,9 @@ def test_health_key_keeps_entities_apart() -> None:
     b = subjects.health_key("n", "pci", "0000_04_00.0")
     assert a != b
     assert a.count(".") == 2
+
+
+def test_a_nodes_health_wildcard_is_a_wildcard() -> None:
+    # health_subject(node, "*") would sanitise the '*' into '_' and match nothing (watch --node did).
+    assert subjects.node_health_subjects("gpu.07") == "gpuhealth.v1.health.gpu_07.*"
+    assert subjects.health_subject("gpu.07", "*") == "gpuhealth.v1.health.gpu_07._"

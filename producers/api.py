@@ -1,0 +1,487 @@
+"""The agent's local HTTP API, GPUd-compatible, and its Prometheus metrics, on one loopback listener.
+
+Tools written for GPUd's API (port 15132: ``/healthz``, ``/machine-info``,
+``/v1/states``, ``/v1/events``, ``/v1/metrics``, ``/v1/components``, ``POST
+/inject-fault``, ``POST /v1/health-states/set-healthy``) read ours unchanged;
+``/openapi.json`` describes it and ``/metrics`` is Prometheus text.
+
+It is served by the standard library's threading HTTP server on its own
+threads: the agent stays lean, and a slow client never touches the event loop.
+What it shows is a ``View`` the agent keeps current: the health states of this
+node (the rules publish them; the agent listens on its own health subject),
+the events and metric batches it published lately, its identity and inventory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import datetime as dt
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from gpuhealth.config import NodeIdentity
+from gpuhealth.events import (
+    HEALTH_ORDER,
+    Event,
+    HealthState,
+    HostEvent,
+    Inventory,
+    KernelEvent,
+    MetricBatch,
+    NvmlEvent,
+    SetHealthy,
+    SourceStatus,
+)
+
+log = logging.getLogger("gpuhealth.api")
+
+DEFAULT_LISTEN = "127.0.0.1:15132"
+RECENT_EVENTS = 10_000
+DESCRIPTIONS = {
+    "IGNORE_NO_ACTION_REQUIRED": "no action required",
+    "CHECK_USER_APP_AND_GPU": "check the application, then the GPU",
+    "RESET_GPU": "reset the GPU",
+    "REBOOT_SYSTEM": "reboot the node",
+    "HARDWARE_INSPECTION": "inspect the hardware",
+}
+
+
+def _iso(ns: int) -> str:
+    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class View:
+    """What the API shows; written by the agent's event loop, read by the API's threads."""
+
+    identity: NodeIdentity
+    inventory: Inventory | None = None
+    states: dict[tuple[str, str], HealthState] = field(default_factory=dict)
+    events: collections.deque[Event] = field(default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS))
+    metrics: dict[str, MetricBatch] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.published = Counter("gpuhealth_agent_events_published", "events published, by source", ["source"],
+                                 registry=r)  # fmt: skip
+        self.metric_batches = Counter("gpuhealth_agent_metric_batches_published", "metric batches published",
+                                      registry=r)  # fmt: skip
+        self.health = Gauge("gpuhealth_health", "0 Healthy, 1 Degraded, 2 Unhealthy, 3 Unknown",
+                            ["component", "entity", "gpu_uuid"], registry=r)  # fmt: skip
+        self.gpu_value = Gauge("gpuhealth_gpu_metric", "the latest value NVML gave for a GPU",
+                               ["gpu_uuid", "pci_bus_id", "name"], registry=r)  # fmt: skip
+
+    def published_event(self, ev: Event) -> None:
+        with self.lock:
+            self.events.append(ev)
+        self.published.labels(ev.source).inc()
+
+    def published_metrics(self, b: MetricBatch) -> None:
+        with self.lock:
+            self.metrics[b.entity] = b
+        self.metric_batches.inc()
+        if b.gpu_uuid:
+            for name, value in b.values.items():
+                self.gpu_value.labels(b.gpu_uuid, b.pci_bus_id or "", name).set(value)
+
+    def health_changed(self, h: HealthState) -> None:
+        with self.lock:
+            self.states[(h.component, h.entity)] = h
+        self.health.labels(h.component, h.entity, h.gpu_uuid or "").set(HEALTH_ORDER[h.health])
+
+    # ---------------------------------------------------------------- GPUd's shapes
+
+    def states_json(self, components: set[str] | None) -> list[dict[str, Any]]:
+        with self.lock:
+            states = sorted(self.states.values(), key=lambda h: (h.component, h.entity))
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for h in states:
+            if components and h.component not in components:
+                continue
+            actions = list(h.repair_actions)
+            grouped.setdefault(h.component, []).append({
+                "time": _iso(h.time), "component": h.component, "name": h.entity, "health": h.health,
+                "reason": h.reason,
+                "suggested_actions": {"description": "; ".join(DESCRIPTIONS[a] for a in actions),
+                                      "repair_actions": actions},
+            })  # fmt: skip
+        return [{"component": c, "states": s} for c, s in grouped.items()]
+
+    def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
+        with self.lock:
+            events = [e for e in self.events if start <= e.time < end]
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for e in events:
+            if components and e.component not in components:
+                continue
+            name, kind, message = _describe(e)
+            grouped.setdefault(e.component, []).append({"time": _iso(e.time), "name": name, "type": kind,
+                                                        "message": message})  # fmt: skip
+        return [{"component": c, "startTime": _iso(start), "endTime": _iso(end), "events": ev}
+                for c, ev in grouped.items()]  # fmt: skip
+
+    def metrics_json(self, components: set[str] | None) -> list[dict[str, Any]]:
+        with self.lock:
+            batches = list(self.metrics.values())
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for b in batches:
+            if components and b.component not in components:
+                continue
+            labels = {"gpu_uuid": b.gpu_uuid or "", "pci_bus_id": b.pci_bus_id or "", "entity": b.entity}
+            grouped.setdefault(b.component, []).extend(
+                {"unix_seconds": b.time // 10**9, "name": k, "labels": labels, "value": v} for k, v in b.values.items()
+            )
+        return [{"component": c, "metrics": m} for c, m in grouped.items()]
+
+    def components(self) -> list[str]:
+        with self.lock:
+            return sorted({c for c, _ in self.states} | {e.component for e in self.events})
+
+    def machine_info(self) -> dict[str, Any]:
+        i, inv = self.identity, self.inventory
+        gpus = [{"index": g.index, "uuid": g.uuid, "serial": g.serial, "pciBusId": g.pci_bus_id, "name": g.name}
+                for g in (inv.gpus if inv else [])]  # fmt: skip
+        driver, cuda = (inv.driver_version, inv.cuda_driver_version) if inv else (None, None)
+        return {"node": i.node, "cluster": i.cluster, "machineID": i.machine_id, "bootID": i.boot_id,
+                "gpuDriverVersion": driver, "cudaVersion": cuda, "gpuCount": len(gpus), "gpus": gpus}  # fmt: skip
+
+
+def _describe(e: Event) -> tuple[str, str, str]:
+    """(name, GPUd event type, message) of one of our events."""
+    if isinstance(e, KernelEvent):
+        kind = "Critical" if e.priority <= 3 else "Warning" if e.priority == 4 else "Info"
+        return e.kind or "kernel", kind, e.message
+    if isinstance(e, NvmlEvent):
+        return e.kind, "Critical" if e.kind in ("xid", "ecc_dbe", "gpu_lost") else "Warning", e.message or e.kind
+    if isinstance(e, HostEvent):
+        return e.kind, "Warning" if not e.ok or e.counts else "Info", e.message
+    if isinstance(e, SetHealthy):
+        return "set_healthy", "Info", f"{e.user}: {e.reason}"
+    assert isinstance(e, SourceStatus)
+    return "source_status", "Info" if e.available else "Warning", e.reason
+
+
+# ---------------------------------------------------------------- the server
+
+
+@dataclass
+class Actions:
+    """What POSTs do, given by the agent (they need its kernel log source and its event loop)."""
+
+    allow_inject: bool
+    inject: Callable[[str, int], int]  # (message, priority) -> sequence number
+    set_healthy: Callable[[list[str], str], int]  # (components, reason) -> events published
+    default_pci: str = "0000:00:00.0"
+
+
+class Api:
+    def __init__(self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN) -> None:
+        host, _, port = listen.rpartition(":")
+        self.view, self.actions = view, actions
+        handler = type("Handler", (_Handler,), {"api": self})
+        self.server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
+        self.server.daemon_threads = True
+        bound_host, bound_port = self.server.server_address[:2]
+        self.address = f"{bound_host!s}:{bound_port}"
+        self._thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        log.info("local API on http://%s", self.address)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+_COMPONENT_LIST = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+MAX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z
+_RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _time_param(values: list[str] | None, default: int) -> int:
+    """GPUd sends RFC 3339 (any number of fraction digits); unix seconds are accepted too."""
+    if not values or not values[0]:
+        return default
+    text = values[0]
+    if re.fullmatch(r"[0-9]{1,10}", text):
+        return int(text) * 1_000_000_000
+    m = _RFC3339.match(text)
+    if m:
+        zone = "+00:00" if m.group(4) in ("Z", "z") else m.group(4)
+        fraction = (m.group(3) or ".0")[:7]  # microseconds are enough for a window
+        try:
+            t = dt.datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{fraction}{zone}").timestamp()
+        except (ValueError, OverflowError):
+            pass  # a date that does not exist (2026-02-30)
+        else:
+            return min(max(int(t * 1e9), 0), MAX_NS)  # before 1970 or after 9999 means "from the start" / "on"
+    raise BadRequest(f"bad time {text!r}: RFC 3339 or unix seconds")
+
+
+class BadRequest(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    api: Api
+    server_version = "gpuhealth"
+
+    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's name
+        log.debug("api: " + format, *args)
+
+    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _not_allowed(self) -> None:
+        path = urlsplit(self.path).path
+        methods = [m.upper() for m in OPENAPI["paths"].get(path, {})]
+        if not methods:
+            self._send(404, {"error": f"no such endpoint {path}"})
+            return
+        body = json.dumps({"error": f"{self.command} is not allowed on {path}: {', '.join(methods)}"}).encode()
+        self.send_response(405)
+        self.send_header("Allow", ", ".join(methods))
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def __getattr__(self, name: str) -> Any:
+        # The stdlib answers a method without a do_* with 501; an API says 405 and what is allowed.
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
+
+    def do_GET(self) -> None:  # the stdlib's name
+        url = urlsplit(self.path)
+        if url.path in OPENAPI["paths"] and "get" not in OPENAPI["paths"][url.path]:
+            self._not_allowed()
+            return
+        q = parse_qs(url.query)
+        components = {c for v in q.get("components", []) for c in v.split(",") if c} or None
+        view = self.api.view
+        now = int(dt.datetime.now(dt.UTC).timestamp() * 1e9)
+        try:
+            if url.path == "/healthz":
+                self._send(200, {"status": "ok", "version": "v1"})
+            elif url.path == "/machine-info":
+                self._send(200, view.machine_info())
+            elif url.path == "/v1/states":
+                self._send(200, view.states_json(components))
+            elif url.path == "/v1/events":
+                start = _time_param(q.get("startTime"), now - 3600 * 10**9)
+                end = _time_param(q.get("endTime"), now + 1)
+                self._send(200, view.events_json(start, end, components))
+            elif url.path == "/v1/metrics":
+                self._send(200, view.metrics_json(components))
+            elif url.path == "/v1/components":
+                self._send(200, view.components())
+            elif url.path == "/metrics":
+                self._send(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
+            elif url.path == "/openapi.json":
+                self._send(200, OPENAPI)
+            else:
+                self._send(404, {"error": f"no such endpoint {url.path}"})
+        except BadRequest as e:
+            self._send(400, {"error": str(e)})
+
+    def do_POST(self) -> None:  # the stdlib's name
+        url = urlsplit(self.path)
+        if url.path in OPENAPI["paths"] and "post" not in OPENAPI["paths"][url.path]:
+            self._not_allowed()
+            return
+        actions = self.api.actions
+        try:
+            length = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
+            body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+            if not isinstance(body, dict):
+                raise BadRequest("the body must be a JSON object")
+            if url.path == "/inject-fault":
+                if not actions.allow_inject:
+                    self._send(403, {"error": "injection is not allowed on this agent (start it with --allow-inject)"})
+                    return
+                message, priority = _injection(body, actions.default_pci)
+                seq = actions.inject(message, priority)
+                self._send(200, {"ok": True, "seq": seq, "message": message})
+            elif url.path == "/v1/health-states/set-healthy":
+                q = parse_qs(url.query, keep_blank_values=True)
+                names = q.get("components", [])
+                if len(names) != 1 or not _COMPONENT_LIST.fullmatch(names[0]):
+                    raise BadRequest("name the components: ?components=accelerator-nvidia-error-xid,…")
+                components = names[0].split(",")
+                n = actions.set_healthy(components, str(body.get("reason", "") or "set healthy through the API"))
+                self._send(200, {"ok": True, "components": components, "events": n})
+            else:
+                self._send(404, {"error": f"no such endpoint {url.path}"})
+        except (BadRequest, ValueError) as e:
+            self._send(400, {"error": str(e)})
+
+
+PRIORITIES = {"KERN_EMERG": 0, "KERN_ALERT": 1, "KERN_CRIT": 2, "KERN_ERR": 3, "KERN_WARNING": 4, "KERN_NOTICE": 5,
+              "KERN_INFO": 6, "KERN_DEBUG": 7}  # fmt: skip
+
+
+def _injection(body: dict[str, Any], default_pci: str) -> tuple[str, int]:
+    """GPUd's bodies: {"kernel_message": {"priority", "message"}} or {"xid": {"id": N}}."""
+    km = body.get("kernel_message")
+    if isinstance(km, dict) and isinstance(km.get("message"), str) and 0 < len(km["message"]) <= 4096:
+        priority = km.get("priority", "KERN_ERR")
+        if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 7:
+            return km["message"], priority
+        if isinstance(priority, str) and priority in PRIORITIES:
+            return km["message"], PRIORITIES[priority]
+    x = body.get("xid")
+    if isinstance(x, dict) and isinstance(x.get("id"), int) and not isinstance(x["id"], bool) and 0 < x["id"] < 1 << 16:
+        pci = default_pci[:-2]
+        return f"NVRM: Xid (PCI:{pci}): {x['id']}, pid='<unknown>', name=<unknown>, injected through the API", 3
+    raise BadRequest('give {"kernel_message": {"priority": "KERN_ERR", "message": "…"}} or {"xid": {"id": 79}}')
+
+
+def _schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or list(props)}
+
+
+_S, _ARR = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+# RFC 3339 as GPUd sends it, unix seconds, or empty for the default (the last hour, until now)
+_TIME = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": "^[0-9]{1,10}$"},
+                   {"type": "string", "maxLength": 0}]}  # fmt: skip
+_STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason": _S,
+                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR})})  # fmt: skip
+_EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
+_INJECTION = {"anyOf": [
+    _schema({"kernel_message": _schema({
+        "priority": {"anyOf": [{"enum": list(PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
+        "message": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["message"])}),
+    _schema({"xid": _schema({"id": {"type": "integer", "minimum": 1, "maximum": 65535}})}),
+]}  # fmt: skip
+_ERROR = {"description": "error", "content": {"application/json": {"schema": _schema({"error": _S})}}}
+_COMPONENTS = [{"name": "components", "in": "query", "required": False, "schema": _S,
+                "description": "comma-separated component names"}]  # fmt: skip
+
+
+def _ok(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "gpuhealth agent API (GPUd-compatible)", "version": "v1"},
+    "paths": {
+        "/healthz": {"get": {"responses": _ok(_schema({"status": _S, "version": _S}))}},
+        "/machine-info": {
+            "get": {
+                "responses": _ok(
+                    _schema(
+                        {"node": _S, "cluster": _S, "machineID": _S, "bootID": _S, "gpuCount": {"type": "integer"}},
+                        ["node", "cluster", "gpuCount"],
+                    )
+                )
+            }
+        },
+        "/v1/components": {"get": {"responses": _ok(_ARR)}},
+        "/v1/states": {
+            "get": {
+                "parameters": _COMPONENTS,
+                "responses": _ok(
+                    {"type": "array", "items": _schema({"component": _S, "states": {"type": "array", "items": _STATE}})}
+                ),
+            }
+        },
+        "/v1/events": {
+            "get": {
+                "parameters": [
+                    *_COMPONENTS,
+                    {"name": "startTime", "in": "query", "required": False, "schema": _TIME},
+                    {"name": "endTime", "in": "query", "required": False, "schema": _TIME},
+                ],
+                "responses": _ok(
+                    {
+                        "type": "array",
+                        "items": _schema(
+                            {
+                                "component": _S,
+                                "startTime": _S,
+                                "endTime": _S,
+                                "events": {"type": "array", "items": _EVENT},
+                            }
+                        ),
+                    }
+                )
+                | {"400": _ERROR},
+            }
+        },
+        "/v1/metrics": {
+            "get": {
+                "parameters": _COMPONENTS,
+                "responses": _ok(
+                    {
+                        "type": "array",
+                        "items": _schema(
+                            {
+                                "component": _S,
+                                "metrics": {
+                                    "type": "array",
+                                    "items": _schema(
+                                        {
+                                            "unix_seconds": {"type": "integer"},
+                                            "name": _S,
+                                            "labels": {"type": "object"},
+                                            "value": {"type": "number"},
+                                        }
+                                    ),
+                                },
+                            }
+                        ),
+                    }
+                ),
+            }
+        },
+        "/inject-fault": {
+            "post": {
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _INJECTION}}},
+                "responses": _ok(_schema({"ok": {"type": "boolean"}, "seq": {"type": "integer"}, "message": _S}))
+                | {"400": _ERROR, "403": _ERROR},
+            }
+        },
+        "/v1/health-states/set-healthy": {
+            "post": {
+                "parameters": [
+                    {
+                        "name": "components",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": _COMPONENT_LIST.pattern},
+                        "description": "comma-separated component names",
+                    }
+                ],
+                "responses": _ok(
+                    _schema({"ok": {"type": "boolean"}, "components": _ARR, "events": {"type": "integer"}})
+                )
+                | {"400": _ERROR},
+            }
+        },
+    },
+}
+
+
+def run_coroutine(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = 10.0) -> Any:
+    """From an API thread, run something on the agent's event loop and wait for it."""
+    return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)

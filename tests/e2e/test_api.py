@@ -1,0 +1,55 @@
+"""The agent's GPUd-compatible API on a running gpuctl up: what a GPUd client reads, and /metrics."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.e2e.conftest import Up, wait_for
+
+
+def api(up: Up) -> str:
+    return up.info.sources["api"].removeprefix("ok: ")
+
+
+def get(up: Up, path: str) -> Any:
+    with urllib.request.urlopen(api(up) + path, timeout=10) as r:
+        body = r.read()
+        return json.loads(body) if r.headers["Content-Type"].startswith("application/json") else body.decode()
+
+
+def post(up: Up, path: str, body: object) -> Any:
+    req = urllib.request.Request(api(up) + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def gpud_states(up: Up) -> dict[tuple[str, str], tuple[str, list[str]]]:
+    """As a client of GPUd's /v1/states reads it: component → states with health and suggested actions."""
+    return {(c["component"], s["name"]): (s["health"], s["suggested_actions"]["repair_actions"])
+            for c in get(up, "/v1/states") for s in c["states"]}  # fmt: skip
+
+
+def test_the_api_serves_the_nodes_states_events_and_metrics(up_stack: Up) -> None:
+    assert get(up_stack, "/healthz") == {"status": "ok", "version": "v1"}
+    assert get(up_stack, "/machine-info")["node"] == "e2e-node"
+    # An Xid injected through the API, GPUd's way, goes through the whole pipeline and comes back as a state.
+    assert post(up_stack, "/inject-fault", {"kernel_message": {"priority": "KERN_ERR", "message":
+                "NVRM: Xid (PCI:0000:04:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."}})["ok"]  # fmt: skip
+    wait_for(lambda: gpud_states(up_stack).get(("accelerator-nvidia-error-xid", "0000:04:00.0"))
+             == ("Unhealthy", ["REBOOT_SYSTEM"]), timeout=30)  # fmt: skip
+    events = get(up_stack, "/v1/events?startTime=2000-01-01T00:00:00Z")
+    xids = [e for c in events if c["component"] == "accelerator-nvidia-error-xid" for e in c["events"]]
+    assert [(e["name"], e["type"]) for e in xids] == [("xid", "Critical")]
+    assert "accelerator-nvidia-error-xid" in get(up_stack, "/v1/components")
+    assert any(c["component"] == "os" for c in get(up_stack, "/v1/metrics"))  # the host's metrics
+    families = {f.name: f for f in text_string_to_metric_families(get(up_stack, "/metrics"))}
+    states = {(s.labels["component"], s.labels["entity"]): s.value for s in families["gpuhealth_health"].samples}
+    assert states[("accelerator-nvidia-error-xid", "0000:04:00.0")] == 2
+
+    post(up_stack, "/v1/health-states/set-healthy?components=accelerator-nvidia-error-xid", {"reason": "replaced"})
+    wait_for(lambda: gpud_states(up_stack)[("accelerator-nvidia-error-xid", "0000:04:00.0")][0] == "Healthy")

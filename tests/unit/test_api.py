@@ -1,0 +1,150 @@
+"""The agent's local API in process, over HTTP: GPUd's shapes, errors, and a schemathesis fuzz of its OpenAPI."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuhealth.config import NodeIdentity
+from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch
+from producers.api import OPENAPI, Actions, Api, View
+
+T = 1_795_000_000_000_000_000
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.injected: list[tuple[str, int]] = []
+        self.cleared: list[list[str]] = []
+
+    def inject(self, message: str, priority: int) -> int:
+        self.injected.append((message, priority))
+        return len(self.injected)
+
+    def set_healthy(self, components: list[str], reason: str) -> int:
+        self.cleared.append(components)
+        return len(components)
+
+
+def view() -> View:
+    v = View(NodeIdentity("c", "gpu-07", "m-1", "b-1", 0))
+    v.inventory = Inventory(id="i", time=T, cluster="c", node="gpu-07", source="nvml", component="inventory",
+                            gpus=[GpuInfo(index=0, pci_bus_id="0000:18:00.0", uuid="GPU-1", serial="S1",
+                                          name="NVIDIA H100 80GB HBM3")], driver_version="550.90.07")  # fmt: skip
+    v.health_changed(HealthState(id="h", time=T, cluster="c", node="gpu-07", source="rules",
+                                 component="accelerator-nvidia-error-xid", entity="0000:18:00.0", health="Unhealthy",
+                                 reason="Xid 79: GPU has fallen off the bus", repair_actions=["REBOOT_SYSTEM"],
+                                 since=T, gpu_uuid="GPU-1"))  # fmt: skip
+    v.published_event(KernelEvent(id="k", time=T, cluster="c", node="gpu-07", source="kmsg",
+                                  component="accelerator-nvidia-error-xid", kind="xid", xid=79, priority=3,
+                                  message="NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus"))  # fmt: skip
+    v.published_metrics(MetricBatch(id="m", time=T, cluster="c", node="gpu-07", source="nvml", component="gpu",
+                                    entity="0000:18:00.0", gpu_uuid="GPU-1", pci_bus_id="0000:18:00.0",
+                                    values={"temperature_gpu_c": 61.0, "power_w": 612.5}))  # fmt: skip
+    return v
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder]]:
+    rec = Recorder()
+    allow = getattr(request, "param", True)
+    api = Api(view(), Actions(allow_inject=allow, inject=rec.inject, set_healthy=rec.set_healthy,
+                              default_pci="0000:18:00.0"), "127.0.0.1:0")  # fmt: skip
+    api.start()
+    try:
+        yield f"http://{api.address}", rec
+    finally:
+        api.close()
+
+
+def get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=10) as r:
+        body = r.read()
+        return json.loads(body) if r.headers["Content-Type"].startswith("application/json") else body.decode()
+
+
+def post(base: str, path: str, body: object) -> tuple[int, Any]:
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
+    base, _ = server
+    assert get(base, "/healthz") == {"status": "ok", "version": "v1"}
+    info = get(base, "/machine-info")
+    assert (info["node"], info["gpuCount"], info["gpus"][0]["uuid"]) == ("gpu-07", 1, "GPU-1")
+    # What a GPUd client reads from /v1/states: component, then each state's fields.
+    [comp] = get(base, "/v1/states")
+    [state] = comp["states"]
+    assert comp["component"] == "accelerator-nvidia-error-xid"
+    assert set(state) == {"time", "component", "name", "health", "reason", "suggested_actions"}
+    assert state["health"] == "Unhealthy" and state["suggested_actions"]["repair_actions"] == ["REBOOT_SYSTEM"]
+    assert get(base, "/v1/states?components=kernel-log") == []
+    [evs] = get(base, "/v1/events?startTime=2026-11-18T00:00:00Z&endTime=2026-11-20T00:00:00Z")
+    assert set(evs) == {"component", "startTime", "endTime", "events"}
+    assert evs["events"] == [{"time": evs["events"][0]["time"], "name": "xid", "type": "Critical",
+                              "message": "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus"}]  # fmt: skip
+    assert get(base, "/v1/events?startTime=1&endTime=2") == []
+    [m] = get(base, "/v1/metrics")
+    assert {x["name"] for x in m["metrics"]} == {"temperature_gpu_c", "power_w"}
+    assert get(base, "/v1/components") == ["accelerator-nvidia-error-xid"]
+
+
+def test_prometheus_text(server: tuple[str, Recorder]) -> None:
+    base, _ = server
+    families = {f.name: f for f in text_string_to_metric_families(get(base, "/metrics"))}
+    [health] = families["gpuhealth_health"].samples
+    assert health.value == 2 and health.labels["component"] == "accelerator-nvidia-error-xid"
+    assert families["gpuhealth_agent_events_published"].samples[0].value == 1
+    assert {s.labels["name"] for s in families["gpuhealth_gpu_metric"].samples} == {"temperature_gpu_c", "power_w"}
+
+
+def test_inject_and_set_healthy(server: tuple[str, Recorder]) -> None:
+    base, rec = server
+    assert post(base, "/inject-fault", {"kernel_message": {"priority": "KERN_WARNING", "message": "hello"}})[0] == 200
+    code, body = post(base, "/inject-fault", {"xid": {"id": 48}})
+    assert code == 200 and "NVRM: Xid (PCI:0000:18:00): 48" in body["message"]
+    assert rec.injected == [("hello", 4), (body["message"], 3)]
+    assert post(base, "/inject-fault", {"xid": {"id": "x"}})[0] == 400
+    code, body = post(base, "/v1/health-states/set-healthy?components=accelerator-nvidia-error-xid", {})
+    assert code == 200 and rec.cleared == [["accelerator-nvidia-error-xid"]]
+    assert post(base, "/v1/health-states/set-healthy", {})[0] == 400
+
+
+@pytest.mark.parametrize("server", [False], indirect=True)
+def test_injection_refused_unless_allowed(server: tuple[str, Recorder]) -> None:
+    base, rec = server
+    code, body = post(base, "/inject-fault", {"xid": {"id": 79}})
+    assert code == 403 and "not allowed" in body["error"] and rec.injected == []
+
+
+schema = schemathesis.openapi.from_dict(OPENAPI)
+
+
+@pytest.fixture(scope="module")
+def fuzz_base() -> Iterator[str]:
+    rec = Recorder()
+    api = Api(view(), Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy), "127.0.0.1:0")
+    api.start()
+    try:
+        yield f"http://{api.address}"
+    finally:
+        api.close()
+
+
+@schema.parametrize()
+def test_fuzz_against_the_openapi_document(case: Any, fuzz_base: str) -> None:
+    """Whatever schemathesis sends: no 5xx, and every answer matches the document."""
+    case.call_and_validate(base_url=fuzz_base)
