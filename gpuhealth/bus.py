@@ -41,7 +41,7 @@ from nats.js.api import (
     SubjectTransform,
 )
 
-from gpuhealth import subjects
+from gpuhealth import subjects, telemetry
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
 
 log = logging.getLogger("gpuhealth.bus")
@@ -173,7 +173,10 @@ async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, by
 
     Raises TimeoutError or a NATS error when any is not acknowledged; the caller
     retries the whole batch, which the ids make harmless."""
-    await _all_in_flight(js, ((subject, payload, headers_for(msg_id)) for subject, msg_id, payload in items), timeout)
+    with telemetry.PUBLISH_SECONDS.time():
+        await _all_in_flight(
+            js, ((subject, payload, headers_for(msg_id)) for subject, msg_id, payload in items), timeout
+        )
 
 
 Item = tuple[str, str, bytes]  # subject, message id, payload
@@ -350,6 +353,7 @@ class Consumer(Generic[T]):
 
     async def dead_letter(self, m: Msg, reason: str) -> None:
         self.dead_lettered += 1
+        telemetry.DEAD_LETTERS.labels(self.stage).inc()
         seq = m.metadata.sequence.stream if m.reply else 0
         letter = DeadLetter(
             id=new_id(),
@@ -375,10 +379,13 @@ class Consumer(Generic[T]):
         delay = 0.2
         while True:
             try:
-                await self.handle(items)
+                with telemetry.BATCH_SECONDS.labels(self.stage).time():
+                    await self.handle(items)
                 self.processed += len(items)
+                telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
                 return True
             except Exception as e:
+                telemetry.RETRIES.labels(self.stage).inc()
                 log.warning("%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(items), e, delay)
             # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
             for m in msgs:

@@ -31,6 +31,7 @@ from gpuhealth.cli_options import (
     JsonOpt,
     KmsgOpt,
     LookbackOpt,
+    MetricsListenOpt,
     MetricsTtlOpt,
     NatsOpt,
     NodeOpt,
@@ -97,6 +98,13 @@ app.command("replay")(cli_rules.replay)
 app.add_typer(cli_report.report_app, name="report")
 app.add_typer(cli_report.inventory_app, name="inventory")
 app.command("fleet")(cli_read.fleet)
+
+
+def _metrics(listen: str | None) -> None:
+    if listen:
+        from gpuhealth import telemetry
+
+        logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics", telemetry.serve(listen))
 
 
 def _log_to_stderr(level: int = logging.INFO) -> None:
@@ -212,11 +220,13 @@ def serve_rules(
     instance: Annotated[int, typer.Option("--instance", help="this instance's number, 0-based")] = 0,
     instances: Annotated[int, typer.Option("--instances", help="how many instances share the nodes (<= 16)")] = 1,
     rules_file: RulesFileOpt = None,
+    metrics_listen: MetricsListenOpt = None,
 ) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuhealth.cli_up import serve_rules as run
 
     _log_to_stderr()
+    _metrics(metrics_listen)
     raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file)))
 
 
@@ -226,6 +236,7 @@ def serve_sink(
     clickhouse: ClickhouseOpt = None,
     password_file: ClickhousePasswordFileOpt = None,
     metrics_ttl_days: MetricsTtlOpt = None,
+    metrics_listen: MetricsListenOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
@@ -234,6 +245,7 @@ def serve_sink(
 
     _log_to_stderr()
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
+    _metrics(metrics_listen)
     raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days)))
 
 

@@ -123,3 +123,7 @@ ApiListenOpt = Annotated[
     str,
     typer.Option("--api-listen", help="the agent's local GPUd-compatible API and /metrics, HOST:PORT ('off': none)"),
 ]
+MetricsListenOpt = Annotated[
+    str | None,
+    typer.Option("--metrics-listen", help="serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)"),
+]

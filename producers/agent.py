@@ -22,8 +22,9 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from prometheus_client import Gauge
 
-from gpuhealth import bus, sd, subjects
+from gpuhealth import bus, sd, subjects, telemetry
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import (
@@ -235,13 +236,20 @@ async def run(args: argparse.Namespace) -> int:
     js = nc.jetstream()
     await bus.provision(js)
 
-    view = api_mod.View(identity)
+    view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
 
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items)
         note_published(view, items)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
+    for name, doc, read in (
+        ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
+        ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
+        ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
+         lambda: getattr(kernel_log.source, "lost", 0)),
+    ):  # fmt: skip
+        Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
     statuses = [kernel_log.open()]
     module, load_error = nvml_module(args, identity)
     nvml = NvmlProducer(module, identity, args.sysfs_root, publish, load_error=load_error,

@@ -70,7 +70,7 @@ class View:
     events: collections.deque[Event] = field(default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS))
     metrics: dict[str, MetricBatch] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
 
     def __post_init__(self) -> None:
         r = self.registry

@@ -1,0 +1,56 @@
+"""`serve rules --metrics-listen`: the service's own counters as Prometheus text."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuhealth import bus, subjects
+from gpuhealth.events import KernelEvent, encode
+from tests.e2e.conftest import GPUCTL
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {f.name: [(s.labels, s.value) for s in f.samples] for f in text_string_to_metric_families(text)}
+
+
+async def test_the_rules_service_exports_its_counters(nats_url: str) -> None:
+    port = free_port()
+    rules = subprocess.Popen([GPUCTL, "serve", "rules", "--nats", nats_url, "--metrics-listen",  # noqa: ASYNC220
+                              f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)  # fmt: skip
+    nc = await bus.connect(nats_url, "metrics-test")
+    try:
+        js = nc.jetstream()
+        await bus.provision(js)
+        ev = KernelEvent(id="m1", time=10**18, cluster="c", node="n1", boot_id="b", source="kmsg",
+                         component="accelerator-nvidia-error-xid", kind="xid", xid=79, pci_bus_id="0000:04:00.0",
+                         message="m")  # fmt: skip
+        await bus.publish_batch(js, [(subjects.event_subject("n1", "kmsg"), ev.id, encode(ev))])
+        for _ in range(200):
+            try:
+                families = await asyncio.to_thread(scrape, port)
+            except OSError:
+                families = {}
+            handled = [v for labels, v in families.get("gpuhealth_consumer_messages", [])
+                       if labels.get("stage") == "rules"]  # fmt: skip
+            if handled and sum(handled) >= 1:
+                break
+            await asyncio.sleep(0.1)
+        assert sum(handled) >= 1
+        assert any(n.startswith("gpuhealth_batch_seconds") for n in families)
+    finally:
+        await nc.close()
+        rules.terminate()
+        await asyncio.to_thread(rules.wait, 30)
