@@ -118,6 +118,7 @@ def simulated_stack(tmp_path: Path) -> Iterator[Up]:
 
 
 def wait_for(predicate: object, timeout: float = 30, every: float = 0.2) -> None:
+    timeout *= 2  # generous on a loaded CI machine: these are "eventually" checks, failing ones just fail later
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():  # type: ignore[operator]
