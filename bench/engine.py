@@ -30,7 +30,8 @@ from gpuhealth import bus, subjects
 from gpuhealth.events import Event, HostEvent, KernelEvent, NvmlEvent, derived_id, encode
 from gpuhealth.natsd import EmbeddedNats
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import apply
+from rules.state import NodeState
 
 GPUCTL = str(Path(sys.executable).parent / "gpuctl")
 T0 = 1_763_700_000_000_000_000

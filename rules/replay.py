@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from gpuhealth.events import Event
 from rules.catalog import Catalog
-from rules.engine import NodeState, apply
+from rules.engine import apply
+from rules.state import NodeState
 
 Key = tuple[str, str, str]  # node, component, entity
 

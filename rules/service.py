@@ -31,8 +31,9 @@ from gpuhealth.events import (
     encode,
 )
 from rules import catalog as catalog_mod
-from rules.engine import NodeState, apply_all, apply_inventory, decode_state, encode_state
+from rules.engine import apply_all, apply_inventory
 from rules.limits import Limits
+from rules.state import NodeState, decode_state, encode_state
 
 log = logging.getLogger("gpuhealth.rules")
 

@@ -16,8 +16,9 @@ import datetime as dt
 import sys
 from typing import Any
 
-from sinks.clickhouse import HEALTH_COLUMNS, INCIDENT_COLUMNS, INVENTORY_COLUMNS, METRIC_COLUMNS, Store
+from sinks.clickhouse import Store
 from sinks.report import week_bounds
+from sinks.rows import HEALTH_COLUMNS, INCIDENT_COLUMNS, INVENTORY_COLUMNS, METRIC_COLUMNS
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 NODES = {"node-a": H100, "node-b": H100, "node-c": A100, "node-d": A100}

@@ -13,8 +13,9 @@ from nats.js import JetStreamContext
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import HEALTH_DECODER, Event, KernelEvent, SourceStatus, encode
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import apply
 from rules.service import RulesService
+from rules.state import NodeState
 
 
 def xid(i: int, code: int, boot: str = "b1", node: str = "gpu-1") -> KernelEvent:

@@ -13,7 +13,8 @@ from nats.aio.client import Client as NATS
 from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError
 from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, encode
-from sinks.clickhouse import EVENT_COLUMNS, SinkService, Store, event_row, migrations
+from sinks.clickhouse import SinkService, Store, migrations
+from sinks.rows import EVENT_COLUMNS, event_row
 
 T0 = 1_763_700_000_000_000_000
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
 from rules.catalog import load
-from rules.engine import NodeState, apply, decode_state, encode_state
+from rules.engine import apply
+from rules.state import NodeState, decode_state, encode_state
 
 CAT = load()
 _n = itertools.count(1)

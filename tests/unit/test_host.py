@@ -13,7 +13,8 @@ from gpuhealth.events import EVENT_DECODER, METRIC_DECODER, HostEvent, MetricBat
 from producers import host
 from producers.poller import PollState
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import apply
+from rules.state import NodeState
 from tests.conftest import REPO
 from tests.data import trees
 

@@ -14,7 +14,8 @@ import pytest
 from gpuhealth.events import Event, HostEvent, Incident, KernelEvent, NvlinkDetail, NvmlEvent
 from producers.klog import COMPONENT_OF_KIND
 from rules.catalog import load
-from rules.engine import NodeState, apply_all
+from rules.engine import apply_all
+from rules.state import NodeState
 from tests.unit.test_engine import run
 
 CAT = load()

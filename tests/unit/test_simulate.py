@@ -8,7 +8,8 @@ from collections import Counter
 from gpuhealth.events import EVENT_DECODER, INVENTORY_DECODER, METRIC_DECODER, HostEvent, KernelEvent, NvmlEvent
 from producers.simulate import FAULT_MIX, KERNEL_LINES, FleetSimulator
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import apply
+from rules.state import NodeState
 
 Item = tuple[str, str, bytes]
 

@@ -14,7 +14,8 @@ from gpuhealth.events import EVENT_DECODER, METRIC_DECODER, HealthState, HostEve
 from producers import sysfs
 from producers.poller import PollState
 from rules.catalog import load
-from rules.engine import NodeState, apply
+from rules.engine import apply
+from rules.state import NodeState
 from tests.conftest import REPO
 from tests.data import trees
 

@@ -1,0 +1,138 @@
+"""The agent API's OpenAPI document: what each endpoint takes and answers, exactly (the tests fuzz the server
+against it with schemathesis, so what it accepts and what this says must agree)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+COMPONENT_LIST = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
+PRIORITIES = {"KERN_EMERG": 0, "KERN_ALERT": 1, "KERN_CRIT": 2, "KERN_ERR": 3, "KERN_WARNING": 4, "KERN_NOTICE": 5,
+              "KERN_INFO": 6, "KERN_DEBUG": 7}  # fmt: skip
+
+
+def _schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required or list(props)}
+
+
+_S, _ARR = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+# RFC 3339 as GPUd sends it, unix seconds, or empty for the default (the last hour, until now)
+_TIME = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": "^[0-9]{1,10}$"},
+                   {"type": "string", "maxLength": 0}]}  # fmt: skip
+_STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason": _S,
+                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR})})  # fmt: skip
+_EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
+_INJECTION = {"anyOf": [
+    _schema({"kernel_message": _schema({
+        "priority": {"anyOf": [{"enum": list(PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
+        "message": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["message"])}),
+    _schema({"xid": _schema({"id": {"type": "integer", "minimum": 1, "maximum": 65535}})}),
+]}  # fmt: skip
+_ERROR = {"description": "error", "content": {"application/json": {"schema": _schema({"error": _S})}}}
+_COMPONENTS = [{"name": "components", "in": "query", "required": False, "schema": _S,
+                "description": "comma-separated component names"}]  # fmt: skip
+
+
+def _ok(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.0.3",
+    "info": {"title": "gpuhealth agent API (GPUd-compatible)", "version": "v1"},
+    "paths": {
+        "/healthz": {"get": {"responses": _ok(_schema({"status": _S, "version": _S}))}},
+        "/machine-info": {
+            "get": {
+                "responses": _ok(
+                    _schema(
+                        {"node": _S, "cluster": _S, "machineID": _S, "bootID": _S, "gpuCount": {"type": "integer"}},
+                        ["node", "cluster", "gpuCount"],
+                    )
+                )
+            }
+        },
+        "/v1/components": {"get": {"responses": _ok(_ARR)}},
+        "/v1/states": {
+            "get": {
+                "parameters": _COMPONENTS,
+                "responses": _ok(
+                    {"type": "array", "items": _schema({"component": _S, "states": {"type": "array", "items": _STATE}})}
+                ),
+            }
+        },
+        "/v1/events": {
+            "get": {
+                "parameters": [
+                    *_COMPONENTS,
+                    {"name": "startTime", "in": "query", "required": False, "schema": _TIME},
+                    {"name": "endTime", "in": "query", "required": False, "schema": _TIME},
+                ],
+                "responses": _ok(
+                    {
+                        "type": "array",
+                        "items": _schema(
+                            {
+                                "component": _S,
+                                "startTime": _S,
+                                "endTime": _S,
+                                "events": {"type": "array", "items": _EVENT},
+                            }
+                        ),
+                    }
+                )
+                | {"400": _ERROR},
+            }
+        },
+        "/v1/metrics": {
+            "get": {
+                "parameters": _COMPONENTS,
+                "responses": _ok(
+                    {
+                        "type": "array",
+                        "items": _schema(
+                            {
+                                "component": _S,
+                                "metrics": {
+                                    "type": "array",
+                                    "items": _schema(
+                                        {
+                                            "unix_seconds": {"type": "integer"},
+                                            "name": _S,
+                                            "labels": {"type": "object"},
+                                            "value": {"type": "number"},
+                                        }
+                                    ),
+                                },
+                            }
+                        ),
+                    }
+                ),
+            }
+        },
+        "/inject-fault": {
+            "post": {
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _INJECTION}}},
+                "responses": _ok(_schema({"ok": {"type": "boolean"}, "seq": {"type": "integer"}, "message": _S}))
+                | {"400": _ERROR, "403": _ERROR},
+            }
+        },
+        "/v1/health-states/set-healthy": {
+            "post": {
+                "parameters": [
+                    {
+                        "name": "components",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": COMPONENT_LIST.pattern},
+                        "description": "comma-separated component names",
+                    }
+                ],
+                "responses": _ok(
+                    _schema({"ok": {"type": "boolean"}, "components": _ARR, "events": {"type": "integer"}})
+                )
+                | {"400": _ERROR},
+            }
+        },
+    },
+}

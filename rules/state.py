@@ -1,0 +1,71 @@
+"""The rules engine's state per node: what it remembers between events, and its KV encoding.
+
+Everything here is data (msgspec Structs); the engine's decisions are in engine.py."""
+
+from __future__ import annotations
+
+import msgspec
+
+from gpuhealth.events import RepairAction
+
+RECENT_IDS = 512
+MAX_BOOTS = 16
+
+
+class ComponentState(msgspec.Struct, kw_only=True):
+    component: str
+    entity: str
+    health: str
+    reason: str
+    actions: list[RepairAction] = []
+    since: int
+    event_ids: list[str] = []
+    gpu_uuid: str | None = None
+    pci_bus_id: str | None = None
+    cause: str = ""  # the fault or condition that set the current health
+
+
+class Fault(msgspec.Struct, kw_only=True):
+    """One (component, entity, code) over time: the boots it was seen on (for the ladder), the
+    occurrences inside its rate window, and the incident now open: first, last, count."""
+
+    boots: list[str] = []
+    count: int = 0
+    first: int = 0
+    last: int = 0
+    window: list[tuple[int, int]] = []  # (time, count) inside the rule's window, for rate rules
+    reason: str = ""
+    severity: str = ""
+    pci_bus_id: str | None = None
+    updates: int = 0
+    event_ids: list[str] = []
+
+
+class NodeState(msgspec.Struct, kw_only=True):
+    node: str
+    cluster: str = ""
+    machine_id: str = ""
+    boot_id: str = ""
+    past_boots: list[str] = []
+    states: dict[str, ComponentState] = {}
+    faults: dict[str, Fault] = {}
+    gpu_uuid_by_pci: dict[str, str] = {}
+    recent: list[str] = []
+    incident_window_ns: int = 3600 * 10**9
+    touched: list[str] = []  # the faults the last event updated: their incidents are outputs
+
+
+_STATE_ENCODER = msgspec.msgpack.Encoder()
+_STATE_DECODER = msgspec.msgpack.Decoder(NodeState)
+
+
+def encode_state(state: NodeState) -> bytes:
+    return _STATE_ENCODER.encode(state)
+
+
+def decode_state(data: bytes) -> NodeState:
+    return _STATE_DECODER.decode(data)
+
+
+def key(*parts: str) -> str:
+    return "\x1f".join(parts)
