@@ -11,6 +11,7 @@ import msgspec
 import nats.errors
 import nats.js.errors
 from nats.aio.client import Client as NATS
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import bus, subjects
 from gpuhealth.config import read_run_info
@@ -37,26 +38,44 @@ async def open_client(url: str) -> NATS:
 
 
 async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
-    """Every current value of a bucket through one watcher: one subscription, not a request per key."""
+    """Every current value of a bucket, read through one ephemeral pull consumer (last value per key).
+
+    Not nats-py's KV watcher: its end-of-initial-values marker can arrive before the values when
+    the bucket is being written (a consumer_info race), and a status read would then see no states
+    at all, or some of them; reproduced with 300 keys under a writer, 22 reads in 150 short. Here a
+    read ends at the message the server says nothing is pending after."""
     js = nc.jetstream()
+    stream, prefix = f"KV_{bucket}", f"$KV.{bucket}."
     try:
-        kv = await js.key_value(bucket)
-        watcher = await kv.watchall(ignore_deletes=True)
-    except (nats.js.errors.BucketNotFoundError, nats.js.errors.NotFoundError) as e:
+        info = await js.stream_info(stream)
+        if info.state.messages == 0:
+            return []
+        sub = await js.pull_subscribe(
+            f"{prefix}>", stream=stream,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT, ack_policy=AckPolicy.NONE,
+                                  mem_storage=True, inactive_threshold=30.0),
+        )  # fmt: skip
+    except nats.js.errors.NotFoundError as e:
         raise NotRunningError(f"bucket {bucket} not found: is gpuhealth provisioned on this server?") from e
     except (TimeoutError, nats.errors.Error) as e:
         raise NotRunningError(f"cannot read {bucket}: {e}") from e
-    out = []
+    latest: dict[str, bytes] = {}
     try:
-        # None marks "every current value delivered". nats-py leaves updates()/stop() unannotated.
-        while (entry := await watcher.updates(timeout=5.0)) is not None:  # type: ignore[no-untyped-call]
-            if entry.value:
-                out.append(entry.value)
+        while True:
+            msgs = await sub.fetch(1000, timeout=5.0)
+            for m in msgs:
+                key = m.subject[len(prefix) :]
+                if (m.headers or {}).get("KV-Operation") in ("DEL", "PURGE") or not m.data:
+                    latest.pop(key, None)
+                else:
+                    latest[key] = m.data
+            if msgs and msgs[-1].metadata.num_pending == 0:
+                return list(latest.values())
     except (TimeoutError, nats.errors.TimeoutError) as e:
         raise NotRunningError(f"cannot read {bucket}: no answer in 5s") from e
     finally:
-        await watcher.stop()  # type: ignore[no-untyped-call]
-    return out
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()
 
 
 async def health_states(nc: NATS) -> list[HealthState]:

@@ -37,10 +37,8 @@ def test_up_on_a_recorded_h100_tree_shows_its_devices_and_their_faults(tmp_path:
         dev = (sys_root / "bus" / "pci" / "devices" / GPU).resolve()
         dev.joinpath("aer_dev_fatal").write_text(trees.aer_table("aer_dev_fatal", {"CmpltTO": 2}))
 
-        def gpu_health() -> str:
-            # A read racing the rules' writes may miss a key for a moment (seen once in CI): not yet, not wrong.
-            pci = {s["entity"]: s for s in states(up.data_dir) if s["component"] == "pci"}
-            return str(pci.get(GPU, {}).get("health"))
+        def gpu_health() -> str:  # strict: a status read missing a state is a bug (it once was: client.py)
+            return str({s["entity"]: s for s in states(up.data_dir) if s["component"] == "pci"}[GPU]["health"])
 
         wait_for(lambda: gpu_health() == "Unhealthy", timeout=20)
         code, status = gpuctl_json("status", "--data-dir", str(up.data_dir), "--component", "pci")
