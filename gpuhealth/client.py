@@ -37,7 +37,7 @@ async def open_client(url: str) -> NATS:
         raise NotRunningError(f"no gpuhealth answers at {bus.redact(url)}: {e}") from e
 
 
-async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
+async def _all_values(nc: NATS, bucket: str, keys: str = ">") -> list[bytes]:
     """Every current value of a bucket, read through one ephemeral pull consumer (last value per key).
 
     Not nats-py's KV watcher: its end-of-initial-values marker can arrive before the values when
@@ -51,7 +51,7 @@ async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
         if info.state.messages == 0:
             return []
         sub = await js.pull_subscribe(
-            f"{prefix}>", stream=stream,
+            f"{prefix}{keys}", stream=stream,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT, ack_policy=AckPolicy.NONE,
                                   mem_storage=True, inactive_threshold=30.0),
         )  # fmt: skip
@@ -76,6 +76,13 @@ async def _all_values(nc: NATS, bucket: str) -> list[bytes]:
     finally:
         with contextlib.suppress(nats.errors.Error):
             await sub.unsubscribe()
+
+
+async def node_health_states(nc: NATS, node: str) -> list[HealthState]:
+    """One node's current states (the agent's local API starts from them)."""
+    return [
+        HEALTH_DECODER.decode(raw) for raw in await _all_values(nc, subjects.KV_HEALTH, f"{subjects.kv_escape(node)}.>")
+    ]
 
 
 async def health_states(nc: NATS) -> list[HealthState]:

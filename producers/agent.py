@@ -24,7 +24,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from prometheus_client import Gauge
 
-from gpuhealth import bus, sd, subjects, telemetry
+from gpuhealth import bus, client, sd, subjects, telemetry
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import (
@@ -349,13 +349,9 @@ async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeI
             view.health_changed(HEALTH_DECODER.decode(msg.data))
 
     await nc.subscribe(subjects.node_health_subjects(identity.node), cb=on_health)
-    with contextlib.suppress(Exception):  # the bucket may be empty or away: states arrive on the subject anyway
-        kv = await js.key_value(subjects.KV_HEALTH)
-        watcher = await kv.watch(f"{subjects.kv_escape(identity.node)}.>", ignore_deletes=True)
-        while (entry := await watcher.updates(timeout=5.0)) is not None:
-            if entry.value:
-                view.health_changed(HEALTH_DECODER.decode(entry.value))
-        await watcher.stop()
+    with contextlib.suppress(Exception):  # the bucket may be away: states arrive on the subject anyway
+        for h in await client.node_health_states(nc, identity.node):
+            view.health_changed(h)
 
     def inject(message: str, priority: int) -> int:
         return append_record(args.kmsg_path, message, priority)
