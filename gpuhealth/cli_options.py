@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,6 +88,27 @@ def print_table(rows: Sequence[Sequence[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+
+
+Advance = Callable[..., None]  # advance(steps, description=None)
+
+
+@contextlib.contextmanager
+def progress(total: int, label: str) -> Iterator[Advance]:
+    """A progress bar on a terminal (stderr), nothing when piped or when there is nothing to count."""
+    if not total or not sys.stderr.isatty():
+        yield lambda steps, description=None: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(stderr=True), transient=True)
+    bar.start()
+    task = bar.add_task(label, total=total)
+    try:
+        yield lambda steps, description=None: bar.update(task, advance=steps, description=description or label)
+    finally:
+        bar.stop()
 
 
 def rich_table(rows: Sequence[Sequence[str]]) -> Any:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table
+from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table, progress
 from gpuhealth.cli_read import Reader
 
 report_app = typer.Typer(help="Fleet reports from ClickHouse (each section is a .sql file in sinks/queries/).",
@@ -43,8 +43,8 @@ def weekly(
             async def query(sql: str, params: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
                 return await db.sql(sql, params, max_rows=100_000, timeout=120)
 
-            with _Progress(len(report.sections())) as advance:
-                return await report.collect(query, start, end, advance)
+            with progress(len(report.sections()), "report") as advance:
+                return await report.collect(query, start, end, lambda title: advance(1, title))
 
     text = report.render(fmt, label, start, end, asyncio.run(run()))
     if out is None:
@@ -52,33 +52,6 @@ def weekly(
     else:
         out.write_text(text)
         print(f"wrote {out} ({fmt}, week {label})", file=sys.stderr)
-
-
-class _Progress:
-    """A progress bar on a terminal (stderr), nothing when piped."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._bar: Any = None
-
-    def __enter__(self) -> Any:
-        if not sys.stderr.isatty():
-            return lambda title: None
-        from rich.console import Console
-        from rich.progress import Progress
-
-        self._bar = Progress(console=Console(stderr=True), transient=True)
-        self._bar.start()
-        task = self._bar.add_task("report", total=self.total)
-
-        def advance(title: str) -> None:
-            self._bar.update(task, advance=1, description=title)
-
-        return advance
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 inventory_app = typer.Typer(help="Where GPUs have been, from inventory snapshots (sinks/queries/inventory/*.sql).",

@@ -5,14 +5,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 import typer
 
-from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, RulesFileOpt, print_table
+from gpuhealth.cli_options import (
+    DataDirOpt,
+    DirectClickhouseOpt,
+    JsonOpt,
+    NatsOpt,
+    RulesFileOpt,
+    print_table,
+    progress,
+)
 from gpuhealth.cli_read import Reader, parse_duration
 from gpuhealth.events import Event
 
@@ -76,7 +83,7 @@ def replay(
     async def run() -> None:
         async with Reader(data_dir, nats, clickhouse) as db:
             _, [[total]] = await db.sql(COUNT_SQL, params)
-            with _progress(int(total)) as advance:
+            with progress(int(total), "replaying") as advance:
                 for offset in range(0, int(total), PAGE):
                     page = {**params, "limit": PAGE, "offset": offset}
                     _, rows = await db.sql(EVENTS_SQL, page, max_rows=PAGE, timeout=60)
@@ -104,26 +111,3 @@ def replay(
 def _cells(r: Any) -> tuple[str, ...]:
     p, q = r.published, r.replayed
     return (r.node, r.component, r.entity, p.health, str(p.changes), q.health, str(q.changes), "*" if r.differs else "")
-
-
-class _progress:
-    """A progress bar on a terminal (stderr), nothing when piped."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self._bar: Any = None
-
-    def __enter__(self) -> Any:
-        if sys.stderr.isatty() and self.total:
-            from rich.console import Console
-            from rich.progress import Progress
-
-            self._bar = Progress(console=Console(stderr=True), transient=True)
-            self._bar.start()
-            task = self._bar.add_task("replaying", total=self.total)
-            return lambda n: self._bar.advance(task, n)
-        return lambda n: None
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
