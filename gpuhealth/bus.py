@@ -22,6 +22,7 @@ import signal
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -42,6 +43,7 @@ from nats.js.api import (
 )
 
 from gpuhealth import subjects, telemetry
+from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
 
 log = logging.getLogger("gpuhealth.bus")
@@ -57,14 +59,20 @@ def redact(url: str) -> str:
 def auth_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Credentials and TLS from the environment (set by gpuctl's --nats-* options, or by systemd and
     Kubernetes), so every process of a deployment, the exec'd agent included, gets the same:
-    GPUHEALTH_NATS_CREDS (a .creds file), _USER and _PASSWORD, _TOKEN, _TLS_CA, _TLS_CERT and _TLS_KEY.
-    A URL may carry user:password@ or token@ itself."""
+    GPUHEALTH_NATS_CREDS (a .creds file), _USER and _PASSWORD (or _PASSWORD_FILE), _TOKEN, _TLS_CA,
+    _TLS_CERT and _TLS_KEY. A URL may carry user:password@ or token@ itself."""
     env = os.environ if env is None else env
     opts: dict[str, Any] = {}
     if creds := env.get("GPUHEALTH_NATS_CREDS"):
         opts["user_credentials"] = creds
     if user := env.get("GPUHEALTH_NATS_USER"):
-        opts["user"], opts["password"] = user, env.get("GPUHEALTH_NATS_PASSWORD", "")
+        password = env.get("GPUHEALTH_NATS_PASSWORD", "")
+        if path := env.get("GPUHEALTH_NATS_PASSWORD_FILE"):
+            try:
+                password = Path(path).read_text().strip()
+            except OSError as e:
+                raise ConfigError(f"cannot read the NATS password file {path}: {e.strerror or e}") from None
+        opts["user"], opts["password"] = user, password
     if token := env.get("GPUHEALTH_NATS_TOKEN"):
         opts["token"] = token
     ca, cert, key = (env.get(f"GPUHEALTH_NATS_TLS_{k}") for k in ("CA", "CERT", "KEY"))
@@ -76,9 +84,11 @@ def auth_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return opts
 
 
-async def connect(url: str, name: str, *, retry_for: float | None = None) -> NATS:
+async def connect(url: str, name: str, *, retry_for: float | None = None, inbox_prefix: str | None = None) -> NATS:
     """Connect with reconnects forever once connected. ``retry_for`` seconds of
-    retrying the first connection (None: forever, 0: one try)."""
+    retrying the first connection (None: forever, 0: one try). ``url`` may list a
+    cluster's servers, comma-separated; ``inbox_prefix`` keeps replies under a
+    subject the permissions can give to this client alone."""
     loop = asyncio.get_running_loop()
     deadline = None if retry_for is None else loop.time() + retry_for
     shown = redact(url)
@@ -104,7 +114,7 @@ async def connect(url: str, name: str, *, retry_for: float | None = None) -> NAT
     try:
         nc = await asyncio.wait_for(
             nats.connect(
-                servers=[url],
+                servers=[u.strip() for u in url.split(",") if u.strip()],
                 name=name,
                 connect_timeout=2,
                 allow_reconnect=True,
@@ -113,6 +123,7 @@ async def connect(url: str, name: str, *, retry_for: float | None = None) -> NAT
                 error_cb=on_error,
                 disconnected_cb=on_disconnect,
                 reconnected_cb=on_reconnect,
+                **({"inbox_prefix": inbox_prefix} if inbox_prefix else {}),
                 **auth_options(),
             ),
             timeout=remaining,
@@ -126,14 +137,16 @@ async def connect(url: str, name: str, *, retry_for: float | None = None) -> NAT
     return nc
 
 
-async def provision(js: JetStreamContext, *, replicas: int = 1) -> None:
+async def provision(js: JetStreamContext, *, replicas: int = 1, missing_only: bool = False) -> None:
     """Create or update every stream and KV bucket; safe to run from every stage at once.
 
-    Retries until it succeeds: a stage that starts while NATS is away waits for it."""
+    ``missing_only``: only create what does not exist (an agent, whose permissions let it
+    see streams but not change them: on a fleet the services create them). Retries until
+    it succeeds: a stage that starts while NATS is away, or before the services, waits."""
     delay = 0.2
     while True:
         try:
-            await _provision_once(js, replicas)
+            await _provision_once(js, replicas, missing_only)
             return
         except (TimeoutError, nats.errors.Error) as e:
             log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delay)
@@ -141,8 +154,18 @@ async def provision(js: JetStreamContext, *, replicas: int = 1) -> None:
             delay = min(delay * 2, 5.0)
 
 
-async def _provision_once(js: JetStreamContext, replicas: int) -> None:
+async def _exists(probe: Awaitable[Any]) -> bool:
+    try:
+        await probe
+        return True
+    except nats.js.errors.NotFoundError:
+        return False
+
+
+async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool) -> None:
     for spec in subjects.STREAMS:
+        if missing_only and await _exists(js.stream_info(spec.name)):
+            continue
         config = StreamConfig(
             name=spec.name,
             subjects=spec.subjects,
@@ -158,6 +181,8 @@ async def _provision_once(js: JetStreamContext, replicas: int) -> None:
         except nats.js.errors.BadRequestError:
             await js.update_stream(config)
     for bucket in subjects.KV_BUCKETS:
+        if missing_only and await _exists(js.stream_info(f"KV_{bucket}")):
+            continue
         with contextlib.suppress(nats.js.errors.BadRequestError):  # exists already
             await js.create_key_value(
                 KeyValueConfig(bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas)
@@ -200,10 +225,13 @@ async def _all_in_flight(
             for fut in futures:
                 await fut
     finally:
-        # An unanswered publish would hold its slot of publish_async's window forever.
+        # An unanswered publish would hold its slot of publish_async's window forever; a failed one
+        # after the first failure is retrieved here (the caller retries the batch), not left to warn.
         for fut in futures:
             if not fut.done():
                 fut.cancel()
+            elif not fut.cancelled():
+                fut.exception()
 
 
 async def publish_until_acked(
@@ -345,9 +373,16 @@ class Consumer(Generic[T]):
             reason = f"unknown schema version {version!r} (this consumer reads {SCHEMA_VERSION})"
         else:
             try:
-                return self.decoder.decode(m.data)
+                item = self.decoder.decode(m.data)
             except (msgspec.DecodeError, msgspec.ValidationError) as e:
                 reason = f"undecodable: {e}"
+            else:
+                # Permissions let an agent publish only under its own node's subjects; a payload that names
+                # another node would still speak for it. The subject is what the server vouched for.
+                node = getattr(item, "node", None)
+                if node is None or subjects.token(node) == subjects.node_token_of(m.subject):
+                    return item
+                reason = f"the message names node {node!r} but came on {m.subject}: not trusted"
         await self.dead_letter(m, reason)
         return None
 

@@ -18,9 +18,11 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import cli_kernel, cli_read, cli_report, cli_rules, client
+from gpuhealth import cli_checks, cli_deploy, cli_kernel, cli_read, cli_report, cli_rules, client
 from gpuhealth.cli_options import (
+    STATUS_EXIT,
     ApiListenOpt,
+    ChecksOpt,
     ClickhouseOpt,
     ClickhousePasswordFileOpt,
     ClusterOpt,
@@ -37,6 +39,7 @@ from gpuhealth.cli_options import (
     NodeOpt,
     NvmlPollOpt,
     ProcOpt,
+    ReplicasOpt,
     RulesFileOpt,
     SimulateOpt,
     SysfsIntervalOpt,
@@ -95,6 +98,8 @@ app.command("sql")(cli_read.sql)
 app.command("incidents")(cli_read.incidents)
 app.add_typer(cli_rules.rules_app, name="rules")
 app.command("replay")(cli_rules.replay)
+app.add_typer(cli_checks.check_app, name="check")
+app.command("nats-config")(cli_deploy.nats_config)
 app.add_typer(cli_report.report_app, name="report")
 app.add_typer(cli_report.inventory_app, name="inventory")
 app.command("fleet")(cli_read.fleet)
@@ -139,6 +144,7 @@ def up(
     host_interval: HostIntervalOpt = None,
     rules_file: RulesFileOpt = None,
     api_listen: ApiListenOpt = "127.0.0.1:15132",
+    checks: ChecksOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuhealth.cli_up import UpOptions, run_up
@@ -165,6 +171,7 @@ def up(
         host_interval=host_interval,
         rules_file=rules_file,
         api_listen=api_listen,
+        checks=checks,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -187,6 +194,7 @@ def serve_agent(
     sysfs_interval: SysfsIntervalOpt = None,
     host_interval: HostIntervalOpt = None,
     api_listen: ApiListenOpt = "127.0.0.1:15132",
+    checks: ChecksOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
     from gpuhealth.cli_up import UpOptions, agent_argv
@@ -208,6 +216,7 @@ def serve_agent(
         sysfs_interval=sysfs_interval,
         host_interval=host_interval,
         api_listen=api_listen,
+        checks=checks,
     )
     argv = agent_argv(nats, opts, allow_inject=allow_inject)
     sys.stdout.flush()
@@ -221,13 +230,15 @@ def serve_rules(
     instances: Annotated[int, typer.Option("--instances", help="how many instances share the nodes (<= 16)")] = 1,
     rules_file: RulesFileOpt = None,
     metrics_listen: MetricsListenOpt = None,
+    replicas: ReplicasOpt = 1,
 ) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuhealth.cli_up import serve_rules as run
 
     _log_to_stderr()
     _metrics(metrics_listen)
-    raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file)))
+    raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
+                                     replicas=replicas)))  # fmt: skip
 
 
 @serve_app.command("sink")
@@ -238,6 +249,7 @@ def serve_sink(
     metrics_ttl_days: MetricsTtlOpt = None,
     metrics_listen: MetricsListenOpt = None,
     data_dir: DataDirOpt = None,
+    replicas: ReplicasOpt = 1,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
     from gpuhealth.cli_up import serve_sink as run
@@ -246,7 +258,7 @@ def serve_sink(
     _log_to_stderr()
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
     _metrics(metrics_listen)
-    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days)))
+    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas)))
 
 
 @app.command()
@@ -271,9 +283,6 @@ def simulate(
 
 
 # ---------------------------------------------------------------- reading
-
-
-STATUS_EXIT = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2, "Unknown": 3}
 
 
 @app.command()

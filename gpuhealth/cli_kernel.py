@@ -77,6 +77,9 @@ def inject_fault(
     nvml_gpu_lost: Annotated[bool, typer.Option("--nvml-gpu-lost", help="simulated GPUs: the GPU is lost")] = False,
     nvml_remap: Annotated[str | None, typer.Option("--nvml-remap", help="simulated GPUs: pending or failed")] = None,
     nvml_slowdown: Annotated[bool, typer.Option("--nvml-slowdown", help="simulated GPUs: HW slowdown")] = False,
+    nvml_replace: Annotated[
+        bool, typer.Option("--nvml-replace", help="simulated GPUs: swap the board (new serial)")
+    ] = False,
     gpu: Annotated[int, typer.Option("--gpu", help="simulated GPUs: the GPU's index")] = 0,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
@@ -85,7 +88,7 @@ def inject_fault(
     the whole pipeline runs."""
     nvml_actions = [a for a, on in (("xid", nvml_xid is not None), ("ecc_dbe", nvml_ecc_dbe),
                                     ("gpu_lost", nvml_gpu_lost), (f"remap_{nvml_remap}", nvml_remap is not None),
-                                    ("slowdown", nvml_slowdown)) if on]  # fmt: skip
+                                    ("slowdown", nvml_slowdown), ("replace", nvml_replace)) if on]  # fmt: skip
     if nvml_actions:
         if len(nvml_actions) > 1 or xid is not None or sxid is not None or kernel_message is not None:
             raise ConfigError("give one fault at a time")

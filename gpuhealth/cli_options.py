@@ -65,6 +65,9 @@ DirectClickhouseOpt = Annotated[
 ]  # fmt: skip
 
 
+STATUS_EXIT = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2, "Unknown": 3}  # a command's exit: the worst health shown
+
+
 def data_dir_of(value: Path | None) -> Path:
     return value if value is not None else default_data_dir()
 
@@ -137,6 +140,16 @@ SysfsIntervalOpt = Annotated[
 HostIntervalOpt = Annotated[
     float | None, typer.Option("--host-interval", help="seconds between host polls (default 10)")
 ]
+ReplicasOpt = Annotated[
+    int,
+    typer.Option("--replicas", envvar="GPUHEALTH_STREAM_REPLICAS", min=1, max=5,
+                 help="JetStream replicas of the streams and buckets this service creates (3 on a cluster)"),
+]  # fmt: skip
+ChecksOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--checks", "--plugins", help="custom checks in GPUd's plugin format (repeatable; default: "
+                 "/etc/gpuhealth/checks.yaml if present); see 'gpuctl check validate'"),
+]  # fmt: skip
 RulesFileOpt = Annotated[
     Path | None,
     typer.Option("--rules", help="a rules file (TOML) over the default thresholds; see 'gpuctl rules check'"),

@@ -167,6 +167,39 @@ class Version(_Out):
     wire_schema: int
 
 
+class CheckRun(_Out):
+    """One element of gpuctl check run --json and check validate --run --json: a check's run, judged."""
+
+    name: str
+    node: str
+    type: str
+    trigger: str
+    health: Health
+    reason: str
+    repair_actions: list[str]
+    exit_code: int | None
+    timed_out: bool
+    duration_ms: int
+    fields: dict[str, str]
+    suggested_actions: dict[str, str]
+    output: str
+
+
+class CheckSpec(_Out):
+    """One element of gpuctl check list --json and check validate --json."""
+
+    name: str
+    type: str
+    run_mode: str
+    timeout_s: float
+    interval_s: float
+    tags: list[str]
+    steps: int
+    fields: list[str]
+    source: str
+    last: CheckRun | None
+
+
 OUTPUTS: dict[str, Any] = {
     "status": Status,
     "fleet": Fleet,
@@ -174,6 +207,8 @@ OUTPUTS: dict[str, Any] = {
     "incidents": list[Incident],
     "replay": Replay,
     "rules check": list[RulesChange],
+    "check run": list[CheckRun],
+    "check list": list[CheckSpec],
     "report weekly": Report,
     "version": Version,
 }

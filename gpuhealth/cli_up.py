@@ -51,6 +51,7 @@ class UpOptions:
     api_listen: str = "127.0.0.1:15132"
     clickhouse_password_file: Path | None = None
     metrics_ttl_days: int | None = None
+    checks: list[Path] | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -86,6 +87,8 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
     if o.journal_dir is not None:
         argv += ["--journal-dir", str(o.journal_dir)]
     argv += ["--api-listen", o.api_listen]
+    for path in o.checks or []:
+        argv += ["--checks", str(path.resolve())]
     if allow_inject:
         argv.append("--allow-inject")
     return argv
@@ -230,12 +233,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None) -> int:
+async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
+                      replicas: int = 1) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
     js = nc.jetstream()
-    await bus.provision(js)
+    await bus.provision(js, replicas=replicas)
     service = RulesService(js, instance=instance, instances=instances, limits=limits)
     await service.start()
     sd.ready(f"rules instance {instance} of {instances}")
@@ -246,13 +250,13 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 
 
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
-                     metrics_ttl_days: int | None = None) -> int:  # fmt: skip
+                     metrics_ttl_days: int | None = None, replicas: int = 1) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()
-    await bus.provision(js)
+    await bus.provision(js, replicas=replicas)
     sd.ready(f"sink to {store.target.redacted()}")
     try:
         await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))

@@ -132,7 +132,51 @@ class HostEvent(Message, tag="host", kw_only=True):
     first_read: bool = False
 
 
-Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent | HostEvent
+class CheckResult(Message, tag="check", kw_only=True):
+    """One run of a custom check (a GPUd-format plugin); ``component`` is the check's name.
+
+    Facts only: the rules judge them (a non-zero exit, a timeout or an ``expect`` that did
+    not match is Unhealthy, with the suggested actions the parser matched)."""
+
+    plugin_type: str  # init | component
+    trigger: str  # init | interval | manual | tag | verify
+    run_mode: str = "auto"
+    tags: list[str] = []
+    exit_code: int | None = None  # None: it did not finish (timed out, or could not start)
+    timed_out: bool = False
+    error: str = ""  # why it did not run or finish, or why its output could not be parsed
+    duration_ms: int = 0
+    output: str = ""  # the head of stdout and stderr together, bounded
+    output_bytes: int = 0  # how much it wrote in all
+    fields: dict[str, str] = {}
+    expect_failed: list[str] = []  # fields whose ``expect`` did not match (or were missing)
+    suggested_actions: dict[str, str] = {}  # action → the values that suggested it
+    verification: str = ""  # the id of the Verification this run belongs to
+
+    def verdict(self) -> tuple[Health, str]:
+        """GPUd's judgement: a run that failed, timed out or whose output was not as expected is Unhealthy."""
+        named = set(self.expect_failed) if self.exit_code == 0 and not self.timed_out else set()
+        detail = ", ".join(f"{k}={v}" for k, v in self.fields.items() if k not in named)[:240]
+        if self.exit_code != 0 or self.timed_out:
+            why = self.error or f"exited {self.exit_code}"
+        elif self.expect_failed:
+            got = ", ".join(f"{f}={self.fields.get(f, '(missing)')}" for f in self.expect_failed)
+            why = f"unexpected output: {got}" + (f" ({self.error})" if self.error else "")
+        else:
+            return "Healthy", f"ok: {detail}" if detail else "ok"
+        return "Unhealthy", f"{why}: {detail}" if detail else why
+
+
+class Verification(Message, tag="verification", kw_only=True):
+    """The node's hardware changed since it was last verified: the checks tagged ``verify``
+    are running (``status`` running) or ran (passed, failed; none: there are no such checks)."""
+
+    changes: list[str]
+    status: str  # running | passed | failed | none
+    checks: dict[str, str] = {}  # check → Healthy | Unhealthy
+
+
+Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent | HostEvent | CheckResult | Verification
 
 # ---------------------------------------------------------------- metrics
 

@@ -24,7 +24,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from prometheus_client import Gauge
 
-from gpuhealth import bus, client, sd, subjects, telemetry
+from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import (
@@ -40,7 +40,7 @@ from gpuhealth.events import (
     now_ns,
 )
 from producers import api as api_mod
-from producers import host, journald, poller, sysfs
+from producers import check_spec, checks, host, injections, journald, poller, sysfs
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
@@ -102,6 +102,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="HOST:PORT",
         help="the local GPUd-compatible API and /metrics (default 127.0.0.1:15132; 'off': none)",
     )
+    p.add_argument(
+        "--checks", "--plugins", dest="checks", action="append", type=Path, default=None, metavar="FILE",
+        help="custom checks in GPUd's plugin format (repeatable; default: /etc/gpuhealth/checks.yaml if present)",
+    )  # fmt: skip
     p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -144,75 +148,6 @@ def nvml_module(args: argparse.Namespace, identity: NodeIdentity) -> tuple[Any, 
     return pynvml, ""
 
 
-class NvmlInjectRequest(msgspec.Struct):
-    action: str  # xid | ecc_dbe | ecc_sbe | gpu_lost | remap_pending | remap_failed | slowdown | hang
-    gpu: int = 0
-    xid: int = 0
-    call: str = ""
-    seconds: float = 0.0
-
-
-def apply_nvml_injection(fake: FakeNvml, req: NvmlInjectRequest) -> None:
-    if not 0 <= req.gpu < len(fake.gpus):
-        raise ValueError(f"no GPU {req.gpu}: the simulated node has {len(fake.gpus)}")
-    actions: dict[str, Callable[[], None]] = {
-        "xid": lambda: fake.inject_xid(req.gpu, req.xid),
-        "ecc_dbe": lambda: fake.inject_ecc(req.gpu, double_bit=True),
-        "ecc_sbe": lambda: fake.inject_ecc(req.gpu, double_bit=False),
-        "gpu_lost": lambda: fake.lose_gpu(req.gpu),
-        "remap_pending": lambda: fake.remap_rows(req.gpu, pending=True),
-        "remap_failed": lambda: fake.remap_rows(req.gpu, failed=True),
-        "slowdown": lambda: fake.slowdown(req.gpu),
-        "hang": lambda: fake.hang(req.call, req.seconds),
-    }
-    if req.action not in actions:
-        raise ValueError(f"unknown NVML injection {req.action!r}: one of {', '.join(actions)}")
-    actions[req.action]()
-
-
-async def serve_nvml_injections(nc: NATS, identity: NodeIdentity, producer: NvmlProducer, allowed: bool) -> None:
-    """Answer ``cmd.<node>.nvml``: change the simulated GPUs (only a --simulate-gpus agent has them)."""
-
-    async def handle(msg: Msg) -> None:
-        fake = producer.nvml if isinstance(producer.nvml, FakeNvml) else None
-        if not allowed or fake is None:
-            why = "this agent simulates no GPUs" if fake is None else "injection is not allowed on this agent"
-            await msg.respond(json.dumps({"error": why}).encode())
-            return
-        try:
-            apply_nvml_injection(fake, msgspec.json.decode(msg.data, type=NvmlInjectRequest))
-        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
-            await msg.respond(json.dumps({"error": str(e)}).encode())
-            return
-        producer.wake.set()
-        await msg.respond(b'{"ok": true}')
-
-    await nc.subscribe(subjects.cmd_subject(identity.node, "nvml"), cb=handle)
-
-
-class InjectRequest(msgspec.Struct):
-    message: str
-    priority: int = 3
-
-
-async def serve_injections(nc: NATS, identity: NodeIdentity, kmsg_path: Path, allowed: bool) -> None:
-    """Answer ``cmd.<node>.inject``: write the record to this agent's kernel log source."""
-
-    async def handle(msg: Msg) -> None:
-        if not allowed:
-            await msg.respond(b'{"error": "injection is not allowed on this agent (start it with --allow-inject)"}')
-            return
-        try:
-            req = msgspec.json.decode(msg.data, type=InjectRequest)
-            seq = await asyncio.to_thread(append_record, kmsg_path, req.message, req.priority)
-        except (msgspec.DecodeError, msgspec.ValidationError, OSError) as e:
-            await msg.respond(json.dumps({"error": str(e)}).encode())
-            return
-        await msg.respond(json.dumps({"ok": True, "seq": seq, "path": str(kmsg_path)}).encode())
-
-    await nc.subscribe(subjects.cmd_subject(identity.node, "inject"), cb=handle)
-
-
 async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
     """Keep a producer loop alive: an unexpected error is logged and the loop restarts."""
     delay = 0.5
@@ -231,10 +166,13 @@ async def run(args: argparse.Namespace) -> int:
     identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
     state_dir = (args.data_dir or default_data_dir()) / "agent"
     state_dir.mkdir(parents=True, exist_ok=True)
+    specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
-    nc = await bus.connect(args.nats, f"gpuhealth-agent-{identity.node}")
+    nc = await bus.connect(
+        args.nats, f"gpuhealth-agent-{identity.node}", inbox_prefix=natsconf.agent_inbox(identity.node)
+    )
     js = nc.jetstream()
-    await bus.provision(js)
+    await bus.provision(js, missing_only=True)
 
     view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
 
@@ -273,17 +211,38 @@ async def run(args: argparse.Namespace) -> int:
         inventory = inventory_of(identity, args.sysfs_root)
         first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
     await bus.publish_until_acked(publish, first, stop, what="agent")
+    runner = checks.CheckRunner(specs, identity, state_dir / "checks", publish)
+    verifier = checks.Verifier(runner, identity, state_dir / "verified-inventory.json", publish)
+    init_failed = [r.component for r in await runner.run_init() if r.verdict()[0] != "Healthy"]
+    if init_failed:
+        log.error("init checks failed: %s (see their health states)", ", ".join(init_failed))
     api = await start_api(args, nc, js, identity, view, publish)
     for state in (sysfs_state, host_state):
         state.saved.unacked.clear()
         state.save()
-    await serve_injections(nc, identity, args.kmsg_path, args.allow_inject)
-    await serve_nvml_injections(nc, identity, nvml, args.allow_inject)
+    await injections.serve_kernel(nc, identity, args.kmsg_path, args.allow_inject)
+    background: set[asyncio.Task[Any]] = set()
+
+    async def replaced() -> None:  # verification can take minutes: not inside the command's callback
+        async def reread_and_verify() -> None:
+            await publish(await nvml.reread_inventory())
+            if view.inventory is not None:
+                await verifier.inventory_seen(view.inventory)
+
+        task = asyncio.create_task(reread_and_verify())
+        background.add(task)
+        task.add_done_callback(background.discard)
+
+    await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
+    await checks.serve_requests(nc, identity, runner)
 
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
     if api is not None:
         sources["api"] = f"ok: http://{api.address}"
     sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
+    if specs:
+        sources["checks"] = (f"failed: init checks {', '.join(init_failed)}" if init_failed
+                             else f"ok: {len(specs)} checks")  # fmt: skip
     log.info("agent ready on node %s: %s", identity.node, sources)
     if args.ready_fd is not None:
         with os.fdopen(args.ready_fd, "w") as ready:
@@ -307,6 +266,13 @@ async def run(args: argparse.Namespace) -> int:
                                         ("host", host_state, host_poller.poll, args.host_interval)):  # fmt: skip
         tasks.append(asyncio.create_task(supervise(name, functools.partial(
             poller.run_loop, name, poll, state, publish, interval, stop, first_wait=True), stop)))  # fmt: skip
+    tasks.append(asyncio.create_task(supervise("checks", lambda: runner.run_scheduled(stop), stop)))
+    if (at_start := view.inventory) is not None:  # hardware changed while the agent was away: verify it
+
+        async def verify_at_start() -> None:
+            await verifier.inventory_seen(at_start)
+
+        tasks.append(asyncio.create_task(supervise("verification", verify_at_start, stop)))
     tasks.append(asyncio.create_task(sd.watchdog(stop)))
     await stop.wait()
     sd.stopping()
@@ -320,6 +286,15 @@ async def run(args: argparse.Namespace) -> int:
         api.close()
     await bus.shutdown(nc)
     return 0
+
+
+DEFAULT_CHECKS = Path("/etc/gpuhealth/checks.yaml")
+
+
+def check_files(args: argparse.Namespace) -> list[Path]:
+    if args.checks is not None:
+        return list(args.checks)
+    return [DEFAULT_CHECKS] if DEFAULT_CHECKS.exists() else []
 
 
 def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:

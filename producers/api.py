@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
     HEALTH_ORDER,
+    CheckResult,
     Event,
     HealthState,
     HostEvent,
@@ -41,6 +42,7 @@ from gpuhealth.events import (
     NvmlEvent,
     SetHealthy,
     SourceStatus,
+    Verification,
 )
 from producers.api_doc import COMPONENT_LIST, OPENAPI, PRIORITIES
 
@@ -170,6 +172,11 @@ def _describe(e: Event) -> tuple[str, str, str]:
         return e.kind, "Warning" if not e.ok or e.counts else "Info", e.message
     if isinstance(e, SetHealthy):
         return "set_healthy", "Info", f"{e.user}: {e.reason}"
+    if isinstance(e, CheckResult):
+        health, reason = e.verdict()
+        return "check", "Info" if health == "Healthy" else "Warning", reason
+    if isinstance(e, Verification):
+        return "verification", "Warning" if e.status == "failed" else "Info", f"{e.status}: {'; '.join(e.changes)}"
     assert isinstance(e, SourceStatus)
     return "source_status", "Info" if e.available else "Warning", e.reason
 

@@ -214,6 +214,12 @@ class FakeNvml:
         """Any NVML event (a clock change, a power-source change) as the driver would deliver it."""
         self._emit(index, event_type, data)
 
+    def replace_gpu(self, index: int) -> None:
+        """The board in slot ``index`` swapped for another: a new UUID and serial on the same bus."""
+        g = self.gpus[index]
+        g.uuid = _fake_uuid(g.uuid, index)
+        g.serial = f"16524{int(hashlib.sha256(g.serial.encode()).hexdigest()[:8], 16) % 10**8:08d}"
+
     def lose_gpu(self, index: int) -> None:
         self.gpus[index].lost = True
 

@@ -138,15 +138,20 @@ class NvmlProducer:
             except n.NVMLError as e:
                 log.error("NVML: GPU %d unreadable: %s", index, e)
                 continue
-            info = GpuInfo(
-                index=index, pci_bus_id=pci, uuid=uuid,
-                serial=self._try("nvmlDeviceGetSerial", h),
-                name=self._try("nvmlDeviceGetName", h),
-                board_part_number=self._try("nvmlDeviceGetBoardPartNumber", h),
-                vbios=self._try("nvmlDeviceGetVbiosVersion", h),
-            )  # fmt: skip
-            self.gpus.append(Gpu(index, h, uuid, pci, info))
+            self.gpus.append(Gpu(index, h, uuid, pci, self._gpu_info(index, h, uuid, pci)))
         self._register_events()
+        return self._inventory(pci_gpus, driver, cuda)
+
+    def _gpu_info(self, index: int, h: Any, uuid: str, pci: str) -> GpuInfo:
+        return GpuInfo(
+            index=index, pci_bus_id=pci, uuid=uuid,
+            serial=self._try("nvmlDeviceGetSerial", h),
+            name=self._try("nvmlDeviceGetName", h),
+            board_part_number=self._try("nvmlDeviceGetBoardPartNumber", h),
+            vbios=self._try("nvmlDeviceGetVbiosVersion", h),
+        )  # fmt: skip
+
+    def _inventory(self, pci_gpus: int, driver: Any, cuda: Any) -> Inventory:
         t = now_ns()
         return Inventory(
             id=new_id(t), time=t, cluster=self.identity.cluster, node=self.identity.node,
@@ -155,6 +160,20 @@ class NvmlProducer:
             cuda_driver_version=f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None,
             nvidia_pci_devices=pci_gpus,
         )  # fmt: skip
+
+    def _reread(self) -> Inventory:
+        for g in self.gpus:
+            g.uuid = self._try("nvmlDeviceGetUUID", g.handle) or g.uuid
+            g.info = self._gpu_info(g.index, g.handle, g.uuid, g.pci_bus_id)
+        return self._inventory(len(sysfs.nvidia_gpus(self.sysfs_root)), self._q("nvmlSystemGetDriverVersion"),
+                               self._try("nvmlSystemGetCudaDriverVersion"))  # fmt: skip
+
+    async def reread_inventory(self) -> list[Item]:
+        """Read the GPUs' identities again (a board was replaced, the driver reloaded): the inventory to publish."""
+        if not self.working:
+            return []
+        inventory = await self._in_thread(self._reread, deadline=self.deadline * 6)
+        return [(subjects.inventory_subject(self.identity.node), inventory.id, encode(inventory))]
 
     def _register_events(self) -> None:
         """Xid, ECC, clock and power-source events where supported; NOT_SUPPORTED skips a type."""

@@ -26,6 +26,7 @@ import re
 
 from gpuhealth.events import (
     HEALTH_ORDER,
+    CheckResult,
     Event,
     HealthState,
     HostEvent,
@@ -37,8 +38,10 @@ from gpuhealth.events import (
     RepairAction,
     SetHealthy,
     SourceStatus,
+    Verification,
     derived_id,
 )
+from rules import checks
 from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog
 from rules.limits import Window
 from rules.state import (
@@ -94,6 +97,10 @@ def apply_all(
         outputs += _host(state, event, catalog, late)
     elif isinstance(event, SetHealthy):
         outputs += _set_healthy(state, event)
+    elif isinstance(event, CheckResult):
+        outputs += _decide(state, event, checks.check(event))
+    elif isinstance(event, Verification):
+        outputs += _decide(state, event, checks.verification(event))
     return state, outputs, [_incident(state, event, key) for key in state.touched]
 
 
@@ -438,6 +445,22 @@ def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:
             component=ev.component, entity=ev.node, health=health, reason="", since=ev.time
         )
     return [_set(state, ev, cs, health, reason, [])]
+
+
+def _decide(state: NodeState, ev: Event, d: checks.Decision) -> list[HealthState]:
+    """A condition's latest word: published when its health or actions change, or an unhealthy reason does."""
+    key = _key(d.component, d.entity)
+    cs = state.states.get(key)
+    if (
+        cs is not None
+        and (cs.health, cs.actions) == (d.health, d.actions)
+        and (d.health == "Healthy" or cs.reason == d.reason)
+    ):
+        return []
+    if cs is None:
+        cs = state.states[key] = ComponentState(component=d.component, entity=d.entity, health=d.health, reason="",
+                                                since=ev.time)  # fmt: skip
+    return [_set(state, ev, cs, d.health, d.reason, d.actions)]
 
 
 def _set_healthy(state: NodeState, ev: SetHealthy) -> list[HealthState]:

@@ -74,7 +74,7 @@ class RulesService:
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
-        await bus.provision(self.js)  # retries until NATS answers; binds below then succeed
+        await bus.provision(self.js, missing_only=True)  # retries until NATS answers; binds below then succeed
         self.kv_rules = await self.js.key_value(subjects.KV_RULES)
         self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
         self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)
@@ -91,7 +91,15 @@ class RulesService:
 
     async def handle_events(self, events: list[Event]) -> None:
         async with self._lock:
-            await self._handle_events(events)
+            try:
+                await self._handle_events(events)
+            except BaseException:
+                # The engine changed these nodes' states in memory, but what they produced may not be out:
+                # forget them, so the retry starts from the state saved after the last batch that was, and
+                # publishes the same changes (same ids) again instead of skipping events it thinks applied.
+                for ev in events:
+                    self.nodes.pop(ev.node, None)
+                raise
 
     async def _handle_events(self, events: list[Event]) -> None:
         assert self.kv_rules is not None and self.kv_health is not None

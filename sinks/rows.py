@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from gpuhealth.events import (
+    CheckResult,
     DeadLetter,
     Event,
     HealthState,
@@ -21,6 +22,7 @@ from gpuhealth.events import (
     NvmlEvent,
     SetHealthy,
     SourceStatus,
+    Verification,
 )
 
 EVENT_COLUMNS = [
@@ -79,6 +81,10 @@ def event_row(ev: Event) -> list[Any]:
         kind, message = "set_healthy", f"{ev.user}: {ev.reason}"
     elif isinstance(ev, NvmlEvent):
         kind, xid, pci, message = ev.kind, ev.xid, ev.pci_bus_id or "", ev.message
+    elif isinstance(ev, CheckResult):  # fields, actions and the output are in the payload
+        kind, message = f"check_{ev.trigger}", ev.verdict()[1]
+    elif isinstance(ev, Verification):
+        kind, message = f"verification_{ev.status}", "; ".join(ev.changes)
     elif isinstance(ev, HostEvent):  # the entity, counts and condition are in the payload
         kind, pci, message, count = ev.kind, ev.pci_bus_id or "", ev.message, max(1, sum(ev.counts.values()))
     return [

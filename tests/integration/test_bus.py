@@ -53,6 +53,8 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -
     await js.publish(subject, b"\xc1 not msgpack", headers={"Nats-Msg-Id": "g1"})
     await js.publish(subject, encode(status_event(1)), headers={"Nats-Msg-Id": "v1", "Gpuhealth-Schema": "99"})
     await js.publish(subject, msgspec.msgpack.encode({"type": "kernel", "id": 5}), headers={"Nats-Msg-Id": "g2"})
+    # Valid, but on another node's subject: an agent speaking for a node it is not.
+    await js.publish(subjects.event_subject("node-2", "kmsg"), encode(status_event(3)), headers=bus.headers_for("n2"))
     await js.publish(subject, encode(status_event(2)), headers=bus.headers_for("ok"))
 
     seen: list[Event] = []
@@ -75,14 +77,18 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -
     async with asyncio.timeout(10):
         await consumer.run(stop)
     assert [e.id for e in seen] == ["id-2"]
-    assert consumer.dead_lettered == 3
+    assert consumer.dead_lettered == 4
 
     sub = await js.pull_subscribe("gpuhealth.v1.dlq.>", durable="dlq-reader", stream=subjects.DLQ.name)
-    letters = [DLQ_DECODER.decode(m.data) for m in await sub.fetch(3, timeout=5)]
+    letters = [DLQ_DECODER.decode(m.data) for m in await sub.fetch(4, timeout=5)]
     reasons = sorted(letter.reason.split(":")[0] for letter in letters)
-    assert reasons == ["undecodable", "undecodable", "unknown schema version '99' (this consumer reads 1)"]
+    assert reasons == ["the message names node 'node-1' but came on gpuhealth.v1.event.node-2.kmsg.6",
+                       "undecodable", "undecodable", "unknown schema version '99' (this consumer reads 1)"]  # fmt: skip
     # The stored subject: the stream appends the node's partition token.
-    assert {letter.subject.rsplit(".", 1)[0] for letter in letters} == {subject}
+    assert {letter.subject.rsplit(".", 1)[0] for letter in letters} == {
+        subject,
+        subjects.event_subject("node-2", "kmsg"),
+    }
     assert b"\xc1 not msgpack" in {letter.data for letter in letters}
     # Everything was acknowledged: nothing is redelivered to the consumer.
     await until_acked(js, "t")
@@ -90,7 +96,7 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -
 
 async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nc: NATS) -> None:
     js = nc.jetstream()
-    await bus.publish_batch(js, [(subjects.event_subject("n", "kmsg"), "a", encode(status_event(1)))])
+    await bus.publish_batch(js, [(subjects.event_subject("node-1", "kmsg"), "a", encode(status_event(1)))])
     attempts = 0
     pending_while_failing: list[int] = []
     stop = asyncio.Event()
@@ -135,7 +141,7 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
     """At-least-once across a crash: what a dead process held comes back, even after its successor acked later
     messages (which an AckPolicy.ALL consumer would get wrong)."""
     js = nc.jetstream()
-    subject = subjects.event_subject("n", "kmsg")
+    subject = subjects.event_subject("node-1", "kmsg")
     await bus.publish_batch(js, [(subject, f"id-{i}", encode(status_event(i))) for i in range(10)])
 
     # The first worker takes a batch and dies before handling it.

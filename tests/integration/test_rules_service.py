@@ -235,3 +235,25 @@ async def test_going_from_one_instance_to_two_continues_where_the_one_stopped(nc
         await asyncio.gather(*tasks)
     assert sorted(handled) == sorted(e.id for e in late)
     assert await published_states(nc) == expected_states(events)
+
+
+async def test_a_batch_whose_output_failed_is_published_when_retried(nc: NATS, monkeypatch: Any) -> None:
+    """A failure after the engine ran (here the health bucket's write, as when a stream's leader moves)
+    must not leave the service believing the events applied: the retry publishes the same state."""
+    js = nc.jetstream()
+    real = bus.kv_put_many
+    failures = []
+
+    async def flaky(js: JetStreamContext, bucket: str, entries: Any, **kw: Any) -> None:
+        if bucket == subjects.KV_HEALTH and not failures:
+            failures.append(bucket)
+            raise TimeoutError("no response from stream")
+        await real(js, bucket, entries, **kw)
+
+    monkeypatch.setattr(bus, "kv_put_many", flaky)
+    await publish(js, [xid(1, 79)])
+    service = RulesService(js)
+    await run_until(service, lambda: service.states_published >= 1)
+    assert failures == [subjects.KV_HEALTH]
+    states = await client.health_states(nc)
+    assert [(s.node, s.health) for s in states] == [("gpu-1", "Unhealthy")]
