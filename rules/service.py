@@ -20,6 +20,7 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from gpuhealth import bus, subjects
+from gpuhealth.consumer import Consumer
 from gpuhealth.events import (
     EVENT_DECODER,
     INVENTORY_DECODER,
@@ -140,10 +141,10 @@ class RulesService:
             await self.kv_rules.put(subjects.kv_escape(inv.node), encode_state(state))
             await self.kv_inventory.put(subjects.kv_escape(inv.node), encode(inv))
 
-    async def _consumers(self) -> list[bus.Consumer[Any]]:
+    async def _consumers(self) -> list[Consumer[Any]]:
         def consumer(spec: subjects.StreamSpec, durable: str, filter_subject: str, decoder: Any, handle: Any,
-                     start_seq: int | None) -> bus.Consumer[Any]:  # fmt: skip
-            return bus.Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
+                     start_seq: int | None) -> Consumer[Any]:  # fmt: skip
+            return Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
                                 decoder=decoder, stage="rules", handle=handle, batch=self.batch,
                                 start_seq=start_seq)  # fmt: skip
 

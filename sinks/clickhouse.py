@@ -27,7 +27,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from gpuhealth import bus, subjects
+from gpuhealth import subjects
+from gpuhealth.consumer import Consumer
 from gpuhealth.errors import QueryError
 from gpuhealth.events import (
     DLQ_DECODER,
@@ -332,7 +333,7 @@ class SinkService:
             (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered
         ]
         consumers = [
-            bus.Consumer(
+            Consumer(
                 self.js,
                 stream=spec.name,
                 durable=f"{self.durable}-{spec.name.split('_')[-1].lower()}",

@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
+from gpuhealth.consumer import Consumer
 from gpuhealth.events import DLQ_DECODER, EVENT_DECODER, Event, SourceStatus, encode
 
 
@@ -65,7 +66,7 @@ async def test_garbage_is_dead_lettered_and_the_consumer_keeps_going(nc: NATS) -
         if seen:
             stop.set()
 
-    consumer = bus.Consumer(
+    consumer = Consumer(
         js,
         stream=subjects.EVENTS.name,
         durable="t",
@@ -110,7 +111,7 @@ async def test_a_failing_stage_is_retried_and_nothing_acked_meanwhile(nc: NATS) 
             raise ConnectionError("store down")
         stop.set()
 
-    consumer = bus.Consumer(
+    consumer = Consumer(
         js,
         stream=subjects.EVENTS.name,
         durable="flaky",
@@ -146,7 +147,7 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
 
     # The first worker takes a batch and dies before handling it.
     doomed = await bus.connect(nats_url, "doomed")
-    first = bus.Consumer(
+    first = Consumer(
         doomed.jetstream(),
         stream=subjects.EVENTS.name,
         durable="w",
@@ -170,7 +171,7 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
         if len(set(seen)) == 10:
             stop.set()
 
-    successor = bus.Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=f"{subject}.>",
+    successor = Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=f"{subject}.>",
                              decoder=EVENT_DECODER, stage="t", handle=handle, batch=5, ack_wait_s=1.0)  # fmt: skip
     async with asyncio.timeout(20):
         await successor.run(stop)

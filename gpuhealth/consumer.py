@@ -1,0 +1,207 @@
+"""A stage's durable pull consumer: fetch a batch, decode it (dead-lettering what cannot be used),
+run the stage's effect until it succeeds, then acknowledge. Nothing is acknowledged before its
+effect is done, so a crash anywhere redelivers, and every stage is idempotent by message id."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+import msgspec
+import nats.errors
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from gpuhealth import subjects, telemetry
+from gpuhealth.bus import publish_batch
+from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
+
+log = logging.getLogger("gpuhealth.bus")
+T = TypeVar("T")
+
+
+class Consumer(Generic[T]):
+    """A durable pull consumer over one stream, for one stage."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        stream: str,
+        durable: str,
+        filter_subject: str,
+        decoder: msgspec.msgpack.Decoder[T],
+        stage: str,
+        handle: Callable[[list[T]], Awaitable[None]],
+        batch: int = 1000,
+        ack_wait_s: float = 15.0,
+        start_seq: int | None = None,
+        linger_s: float = 0.0,
+    ) -> None:
+        self.js = js
+        self.stream = stream
+        self.durable = durable
+        self.filter_subject = filter_subject
+        self.decoder = decoder
+        self.stage = stage
+        self.handle = handle
+        self.batch = batch
+        self.ack_wait_s = ack_wait_s
+        self.start_seq = start_seq  # where a consumer created now starts (None: the stream's beginning)
+        # Wait up to this long for a batch to fill: a store wants few large inserts, a rules
+        # engine wants every event at once (0).
+        self.linger_s = linger_s
+        self.processed = 0
+        self.dead_lettered = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        sub = await self._subscribe(stop)
+        try:
+            await self._loop(sub, stop)
+        finally:
+            with contextlib.suppress(nats.errors.Error):
+                await sub.unsubscribe()
+
+    async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
+        backoff = 0.2
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(self.batch, timeout=0.5)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                return
+            except nats.errors.Error as e:
+                log.warning("%s: fetch failed (%s); retrying", self.stage, e)
+                await asyncio.sleep(backoff)
+                continue
+            if self.linger_s and len(msgs) < self.batch:
+                msgs += await self._linger(sub, len(msgs))
+            good: list[T] = []
+            for m in msgs:
+                item = await self._decode_or_dead_letter(m)
+                if item is not None:
+                    good.append(item)
+            if not await self._handle_until_done(good, msgs, stop):
+                # Stopping with the batch unhandled: hand it back now rather than after ack_wait.
+                for m in msgs:
+                    with contextlib.suppress(nats.errors.Error):
+                        await m.nak()
+                return
+            for m in msgs:
+                await _ack(m)
+
+    async def _linger(self, sub: JetStreamContext.PullSubscription, have: int) -> list[Msg]:
+        """More of the batch, until it is full or linger_s has passed since its first message."""
+        more: list[Msg] = []
+        deadline = time.monotonic() + self.linger_s
+        while have + len(more) < self.batch and (left := deadline - time.monotonic()) > 0.01:
+            try:
+                more += await sub.fetch(self.batch - have - len(more), timeout=left)
+            except (TimeoutError, nats.errors.TimeoutError):
+                break
+            except nats.errors.Error:
+                break  # what we have is handled now; the loop deals with the connection
+        return more
+
+    async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
+        # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
+        # earlier ones delivered to a process that died before handling them (they would never be
+        # redelivered); the SIGKILL exactly-once test caught exactly that.
+        config = ConsumerConfig(
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait_s,
+            max_ack_pending=self.batch * 4,
+            deliver_policy=DeliverPolicy.ALL if self.start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=self.start_seq,
+        )
+        while True:
+            try:
+                return await self.js.pull_subscribe(
+                    self.filter_subject, durable=self.durable, stream=self.stream, config=config
+                )
+            except (TimeoutError, nats.errors.Error) as e:
+                if stop.is_set():
+                    raise
+                log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
+                await asyncio.sleep(1.0)
+
+    async def _decode_or_dead_letter(self, m: Msg) -> T | None:
+        version = (m.headers or {}).get(SCHEMA_HEADER, str(SCHEMA_VERSION))
+        reason = None
+        if version != str(SCHEMA_VERSION):
+            reason = f"unknown schema version {version!r} (this consumer reads {SCHEMA_VERSION})"
+        else:
+            try:
+                item = self.decoder.decode(m.data)
+            except (msgspec.DecodeError, msgspec.ValidationError) as e:
+                reason = f"undecodable: {e}"
+            else:
+                # Permissions let an agent publish only under its own node's subjects; a payload that names
+                # another node would still speak for it. The subject is what the server vouched for.
+                node = getattr(item, "node", None)
+                if node is None or subjects.token(node) == subjects.node_token_of(m.subject):
+                    return item
+                reason = f"the message names node {node!r} but came on {m.subject}: not trusted"
+        await self.dead_letter(m, reason)
+        return None
+
+    async def dead_letter(self, m: Msg, reason: str) -> None:
+        self.dead_lettered += 1
+        telemetry.DEAD_LETTERS.labels(self.stage).inc()
+        seq = m.metadata.sequence.stream if m.reply else 0
+        letter = DeadLetter(
+            id=new_id(),
+            time=now_ns(),
+            stage=self.stage,
+            subject=m.subject,
+            reason=reason,
+            headers={k: str(v) for k, v in (m.headers or {}).items()},
+            data=m.data[: 256 * 1024],
+        )
+        log.warning("%s: dead-lettered a message on %s: %s", self.stage, m.subject, reason)
+        subject = subjects.dlq_subject(subjects.node_token_of(m.subject), self.stage)
+        while True:
+            try:
+                await publish_batch(self.js, [(subject, f"{self.stage}:{self.stream}:{seq}", encode(letter))])
+                return
+            except (TimeoutError, nats.errors.Error) as e:
+                log.warning("%s: dead-letter publish failed (%s); retrying", self.stage, e)
+                await asyncio.sleep(0.5)
+
+    async def _handle_until_done(self, items: list[T], msgs: list[Msg], stop: asyncio.Event) -> bool:
+        """Run the stage's effect, retrying with back-off; False when stopped first."""
+        delay = 0.2
+        while True:
+            try:
+                with telemetry.BATCH_SECONDS.labels(self.stage).time():
+                    await self.handle(items)
+                self.processed += len(items)
+                telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
+                return True
+            except Exception as e:
+                telemetry.RETRIES.labels(self.stage).inc()
+                log.warning("%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(items), e, delay)
+            # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
+            for m in msgs:
+                with contextlib.suppress(nats.errors.Error):
+                    await m.in_progress()
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+                return False
+            except TimeoutError:
+                pass
+            delay = min(delay * 2, 10.0)
+
+
+async def _ack(m: Msg) -> None:
+    try:
+        await m.ack()
+    except nats.errors.Error as e:
+        # The message will be redelivered; every stage is idempotent by id.
+        log.debug("ack failed: %s", e)
