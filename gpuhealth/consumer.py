@@ -68,7 +68,7 @@ class Consumer(Generic[T]):
                 await sub.unsubscribe()
 
     async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
-        backoff = 0.2
+        backoff = 0.0
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(self.batch, timeout=0.5)
@@ -77,9 +77,13 @@ class Consumer(Generic[T]):
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 return
             except nats.errors.Error as e:
-                log.warning("%s: fetch failed (%s); retrying", self.stage, e)
+                # While a cluster elects the consumer's new leader every fetch fails at once: back off
+                # (and say so once a step, not fifty times a second).
+                backoff = min(backoff * 2, 2.0) or 0.2
+                log.warning("%s: fetch failed (%s); retrying in %.1fs", self.stage, e, backoff)
                 await asyncio.sleep(backoff)
                 continue
+            backoff = 0.0
             if self.linger_s and len(msgs) < self.batch:
                 msgs += await self._linger(sub, len(msgs))
             good: list[T] = []
