@@ -68,17 +68,23 @@ app.add_typer(serve_app, name="serve")
 def _connection(
     nats_creds: Annotated[
         Path | None,
-        typer.Option("--nats-creds", envvar="GPUHEALTH_NATS_CREDS", help="a NATS .creds file (JWT and NKey)"),
+        typer.Option(
+            "--nats-creds", "--creds", envvar="GPUHEALTH_NATS_CREDS", help="a NATS .creds file (JWT and NKey)"
+        ),
     ] = None,
     nats_user: Annotated[
         str | None,
         typer.Option(
-            "--nats-user", envvar="GPUHEALTH_NATS_USER", help="NATS user; the password from $GPUHEALTH_NATS_PASSWORD"
+            "--nats-user",
+            envvar="GPUHEALTH_NATS_USER",
+            help="NATS user; the password from $GPUHEALTH_NATS_PASSWORD or the file $GPUHEALTH_NATS_PASSWORD_FILE",
         ),
     ] = None,
     nats_tls_ca: Annotated[
         Path | None,
-        typer.Option("--nats-tls-ca", envvar="GPUHEALTH_NATS_TLS_CA", help="CA bundle to verify the NATS servers"),
+        typer.Option(
+            "--nats-tls-ca", "--tls-ca", envvar="GPUHEALTH_NATS_TLS_CA", help="CA bundle to verify the NATS servers"
+        ),
     ] = None,
 ) -> None:
     """How every command (and the agent it may start) authenticates to NATS: set once, before the command.
