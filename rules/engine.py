@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 
 from gpuhealth.events import (
-    HEALTH_ORDER,
     CheckResult,
     Event,
     HealthState,
@@ -42,25 +41,18 @@ from gpuhealth.events import (
     derived_id,
 )
 from rules import checks
-from rules.catalog import ACTION_RANK, APPLICATION_XIDS, REBOOT_CLEARS, Catalog
+from rules.catalog import APPLICATION_XIDS, REBOOT_CLEARS, Catalog
 from rules.limits import Window
 from rules.state import (
     MAX_BOOTS,
     RECENT_IDS,
     ComponentState,
-    Fault,
     NodeState,
 )
 from rules.state import (
     key as _key,
 )
-
-
-def health_of(action: str) -> str:
-    if action == "IGNORE_NO_ACTION_REQUIRED":
-        return "Healthy"
-    return "Degraded" if action == "CHECK_USER_APP_AND_GPU" else "Unhealthy"
-
+from rules.transitions import raise_state, record_fault, restore, set_state, span
 
 # ---------------------------------------------------------------- the entry point
 
@@ -138,7 +130,7 @@ def _boot_change(state: NodeState, event: Event) -> list[HealthState]:
     out = []
     for cs in state.states.values():
         if cs.health not in ("Healthy", "Unknown") and (not cs.actions or cs.actions[0] in REBOOT_CLEARS):
-            out.append(_set(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
+            out.append(set_state(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
     return out
 
 
@@ -197,9 +189,9 @@ def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, 
             action = action or ("RESET_GPU" if nvlink.fatal else "IGNORE_NO_ACTION_REQUIRED")
             ladder = (action, "HARDWARE_INSPECTION") if action != "IGNORE_NO_ACTION_REQUIRED" else (action,)
             reason += f" ({nvlink.unit or 'unit not printed'}, {'fatal' if nvlink.fatal else 'non-fatal'})"
-    return _fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason,
-                  entry.severity if entry else "Unknown",
-                  app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
+    return record_fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason,
+                        entry.severity if entry else "Unknown",
+                        app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
 
 
 def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
@@ -211,23 +203,23 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
         ladder: tuple[RepairAction, ...] = entry.ladder if entry else ("CHECK_USER_APP_AND_GPU",)
         reason = f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}"
         severity = entry.severity if entry else "Unknown"
-        return _fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, severity,
-                      app=False, late=late, pci=pci, count=ev.count)  # fmt: skip
+        return record_fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, severity,
+                            app=False, late=late, pci=pci, count=ev.count)  # fmt: skip
     if ev.kind in _KERNEL_KINDS:
         code_key, ladder, reason = _KERNEL_KINDS[ev.kind]
         if ev.kind == "gsp":
             reason = f"{reason}: {ev.message[:160]}"
-        return _fault(state, ev, ev.component, pci or "unknown", code_key, ladder, reason, None, app=False,
-                      late=late, pci=pci, count=ev.count)  # fmt: skip
+        return record_fault(state, ev, ev.component, pci or "unknown", code_key, ladder, reason, None, app=False,
+                            late=late, pci=pci, count=ev.count)  # fmt: skip
     if ev.kind in _KERNEL_RATES:
         health, ladder, reason = _KERNEL_RATES[ev.kind]
         rate = getattr(catalog.limits.kernel, ev.kind)
-        return _fault(state, ev, ev.component, ev.node, ev.kind, ladder, reason, None, app=False, late=late,
-                      count=ev.count, health=health, rate=rate)  # fmt: skip
+        return record_fault(state, ev, ev.component, ev.node, ev.kind, ladder, reason, None, app=False, late=late,
+                            count=ev.count, health=health, rate=rate)  # fmt: skip
     if ev.kind == "fs_readonly":
         reason = f"filesystem read-only: {ev.message[:160]}"
-        return _fault(state, ev, ev.component, ev.node, ev.kind, REBOOT_THEN_INSPECT, reason, None, app=False,
-                      late=late, count=ev.count)  # fmt: skip
+        return record_fault(state, ev, ev.component, ev.node, ev.kind, REBOOT_THEN_INSPECT, reason, None, app=False,
+                            late=late, count=ev.count)  # fmt: skip
     # AER, link, IB and EDAC lines are stored; their states come from the sysfs counters, which
     # count every error once (the log may rate-limit or repeat them).
     return []
@@ -238,19 +230,20 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
         return _xid(state, ev, ev.xid, ev.pci_bus_id, ev.message, catalog, late=late)
     lim, entity = catalog.limits.nvml, ev.pci_bus_id or ev.node
     if ev.kind == "ecc_sbe":
-        return _fault(state, ev, "accelerator-nvidia-ecc", entity, "ecc_sbe", (), "corrected (single-bit) ECC errors",
-                      None, app=False, late=late, pci=ev.pci_bus_id, health="Degraded", rate=lim.ecc_sbe)  # fmt: skip
+        return record_fault(state, ev, "accelerator-nvidia-ecc", entity, "ecc_sbe", (),
+                            "corrected (single-bit) ECC errors", None, app=False, late=late, pci=ev.pci_bus_id,
+                            health="Degraded", rate=lim.ecc_sbe)  # fmt: skip
     if ev.kind == "slowdown" and ev.data:
         # Counted in whole minutes: the poller restates an ongoing slowdown once a minute.
         minutes = Window(threshold=lim.slowdown_minutes, window_s=lim.slowdown_window_s)
-        return _fault(state, ev, "accelerator-nvidia-hw-slowdown", entity, "slowdown", INSPECT,
-                      f"hardware slowdown ({ev.message})" if ev.message else "hardware slowdown", None, app=False,
-                      late=late, pci=ev.pci_bus_id, rate=minutes, per_minute=True)  # fmt: skip
+        return record_fault(state, ev, "accelerator-nvidia-hw-slowdown", entity, "slowdown", INSPECT,
+                            f"hardware slowdown ({ev.message})" if ev.message else "hardware slowdown", None, app=False,
+                            late=late, pci=ev.pci_bus_id, rate=minutes, per_minute=True)  # fmt: skip
     if ev.kind == "temperature":
         if not ev.data:
-            return _restored(state, ev, "accelerator-nvidia-temperature", entity, "temperature", ev.message)
-        return _fault(state, ev, "accelerator-nvidia-temperature", entity, "temperature", INSPECT, ev.message, None,
-                      app=False, late=late, pci=ev.pci_bus_id, health="Degraded")  # fmt: skip
+            return restore(state, ev, "accelerator-nvidia-temperature", entity, "temperature", ev.message)
+        return record_fault(state, ev, "accelerator-nvidia-temperature", entity, "temperature", INSPECT, ev.message,
+                            None, app=False, late=late, pci=ev.pci_bus_id, health="Degraded")  # fmt: skip
     if ev.kind not in _NVML_KINDS:
         return []  # clock and power-source events are stored, not states
     component, ladder, reason = _NVML_KINDS[ev.kind]
@@ -258,13 +251,13 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
         reason = f"NVML {ev.message or 'call'} hung"
     elif ev.message:
         reason = f"{reason}: {ev.message}"
-    return _fault(state, ev, component, ev.pci_bus_id or ev.node, ev.kind, ladder, reason, None, app=False,
-                  late=late, pci=ev.pci_bus_id)  # fmt: skip
+    return record_fault(state, ev, component, ev.pci_bus_id or ev.node, ev.kind, ladder, reason, None, app=False,
+                        late=late, pci=ev.pci_bus_id)  # fmt: skip
 
 
 INSPECT: tuple[RepairAction, ...] = ("HARDWARE_INSPECTION",)
 # service (unit) → health when it is not active where it is needed
-_SERVICE_HEALTH = {"nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])}
+_SERVICE_HEALTH: dict[str, tuple[str, list[RepairAction]]] = {"nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])}
 
 
 def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list[HealthState]:
@@ -273,160 +266,50 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
     out: list[HealthState] = []
     if ev.kind == "aer":
         if n := ev.counts.get("fatal", 0):
-            out += _fault(state, ev, c, e, "aer_fatal", REBOOT_THEN_INSPECT, f"PCIe AER fatal errors (+{n})", None,
-                          app=False, late=late, pci=pci, count=n)  # fmt: skip
+            out += record_fault(state, ev, c, e, "aer_fatal", REBOOT_THEN_INSPECT, f"PCIe AER fatal errors (+{n})",
+                                None, app=False, late=late, pci=pci, count=n)  # fmt: skip
         for sev, rate in (("nonfatal", lim.pci.aer_nonfatal), ("correctable", lim.pci.aer_correctable)):
             if n := ev.counts.get(sev, 0):
-                out += _fault(state, ev, c, e, f"aer_{sev}", INSPECT, f"PCIe AER {sev} errors", None, app=False,
-                              late=late, pci=pci, count=n, health="Degraded", rate=rate)  # fmt: skip
+                out += record_fault(state, ev, c, e, f"aer_{sev}", INSPECT, f"PCIe AER {sev} errors", None, app=False,
+                                    late=late, pci=pci, count=n, health="Degraded", rate=rate)  # fmt: skip
     elif ev.kind == "edac":
         if n := ev.counts.get("ue", 0):
-            out += _fault(state, ev, c, e, "edac_ue", REBOOT_THEN_INSPECT, f"uncorrectable memory errors (+{n})",
-                          None, app=False, late=late, count=n)  # fmt: skip
+            out += record_fault(state, ev, c, e, "edac_ue", REBOOT_THEN_INSPECT, f"uncorrectable memory errors (+{n})",
+                                None, app=False, late=late, count=n)  # fmt: skip
         if n := ev.counts.get("ce", 0):
-            out += _fault(state, ev, c, e, "edac_ce", INSPECT, "correctable memory errors", None, app=False,
-                          late=late, count=n, health="Degraded", rate=lim.edac.correctable)  # fmt: skip
+            out += record_fault(state, ev, c, e, "edac_ce", INSPECT, "correctable memory errors", None, app=False,
+                                late=late, count=n, health="Degraded", rate=lim.edac.correctable)  # fmt: skip
     elif ev.kind == "ib_errors":
         if n := sum(ev.counts.values()):
-            out += _fault(state, ev, c, e, "ib_errors", INSPECT, "InfiniBand port errors", None, app=False,
-                          late=late, count=n, health="Degraded", rate=lim.infiniband.errors)  # fmt: skip
+            out += record_fault(state, ev, c, e, "ib_errors", INSPECT, "InfiniBand port errors", None, app=False,
+                                late=late, count=n, health="Degraded", rate=lim.infiniband.errors)  # fmt: skip
     elif ev.kind == "ib_port":
         ib = lim.infiniband
         if n := ev.counts.get("downs", 0):
             flaps = Window(threshold=ib.flaps, window_s=ib.flap_window_s)
-            out += _fault(state, ev, c, e, "ib_flapping", INSPECT, "InfiniBand port flapping: went down", None,
-                          app=False, late=late, count=n, health="Degraded", rate=flaps)  # fmt: skip
+            out += record_fault(state, ev, c, e, "ib_flapping", INSPECT, "InfiniBand port flapping: went down", None,
+                                app=False, late=late, count=n, health="Degraded", rate=flaps)  # fmt: skip
         if ev.ok:
-            out += _restored(state, ev, c, e, "ib_port", ev.message)
+            out += restore(state, ev, c, e, "ib_port", ev.message)
         elif ev.time - ev.since >= ib.down_s * 1_000_000_000:
-            out += _fault(state, ev, c, e, "ib_port", INSPECT, f"{ev.message}, down for "
-                          f"{_span((ev.time - ev.since) // 1_000_000_000)}", None, app=False, late=late)  # fmt: skip
+            down = span((ev.time - ev.since) // 1_000_000_000)
+            out += record_fault(state, ev, c, e, "ib_port", INSPECT, f"{ev.message}, down for {down}", None, app=False,
+                                late=late)  # fmt: skip
         else:
-            out += _raise(state, ev, c, e, "Degraded", [], ev.message, "ib_port", pci)
+            out += raise_state(state, ev, c, e, "Degraded", [], ev.message, "ib_port", pci)
     elif ev.kind in ("link", "thermal", "service"):
         if ev.ok:
-            out += _restored(state, ev, c, e, ev.kind, ev.message)
+            out += restore(state, ev, c, e, ev.kind, ev.message)
         elif ev.kind == "service":
             health, actions = _SERVICE_HEALTH.get(e, ("Degraded", []))
-            out += _raise(state, ev, c, e, health, list(actions), ev.message, "service", pci)  # type: ignore[arg-type]
+            out += raise_state(state, ev, c, e, health, list(actions), ev.message, "service", pci)
         else:  # a narrow link retrains on reboot, or is reseated; a hot part needs its cooling looked at
             ladder = REBOOT_THEN_INSPECT if ev.kind == "link" else INSPECT
-            out += _fault(state, ev, c, e, ev.kind, ladder, ev.message, None, app=False, late=late, pci=pci,
-                          health="Degraded")  # fmt: skip
+            out += record_fault(state, ev, c, e, ev.kind, ladder, ev.message, None, app=False, late=late, pci=pci,
+                                health="Degraded")  # fmt: skip
     elif ev.kind == "module":
-        out += _restored(state, ev, c, e, ev.kind, ev.message)
+        out += restore(state, ev, c, e, ev.kind, ev.message)
     return out  # pstore records and reboots are stored; the reboot's boot_id did its clearing above
-
-
-def _restored(state: NodeState, ev: HostEvent | NvmlEvent, component: str, entity: str, cause: str,
-              message: str) -> list[HealthState]:  # fmt: skip
-    """A condition seen fine: clear the state it set, or show the entity once as Healthy."""
-    key = _key(component, entity)
-    cs = state.states.get(key)
-    if cs is None:
-        cs = state.states[key] = ComponentState(component=component, entity=entity, health="Healthy",
-                                                reason="", since=ev.time, pci_bus_id=ev.pci_bus_id,
-                                                gpu_uuid=state.gpu_uuid_by_pci.get(ev.pci_bus_id or ""))  # fmt: skip
-        return [_set(state, ev, cs, "Healthy", message, [])]
-    if cs.health != "Healthy" and cs.cause == cause:
-        return [_set(state, ev, cs, "Healthy", f"restored: {message}", [])]
-    return []
-
-
-def _fault(
-    state: NodeState,
-    ev: Event,
-    component: str,
-    entity: str,
-    code_key: str,
-    ladder: tuple[RepairAction, ...],
-    reason: str,
-    severity: str | None,
-    *,
-    app: bool,
-    late: bool,
-    pci: str | None = None,
-    count: int = 1,
-    health: str | None = None,
-    rate: Window | None = None,
-    per_minute: bool = False,
-) -> list[HealthState]:
-    """Record one occurrence of a fault and raise its state: the ladder's rung for the boots it
-    was seen on, the health the action implies (or ``health``); with ``rate``, only once the
-    occurrences inside the window reach the threshold."""
-    key = _key(component, entity, code_key)
-    fault = state.faults.setdefault(key, Fault(first=ev.time, last=ev.time))
-    if ev.time - fault.last > state.incident_window_ns:  # quiet for a window: a new incident
-        fault.first, fault.count, fault.updates, fault.event_ids = ev.time, 0, 0, []
-    fault.count += count
-    fault.last = max(fault.last, ev.time)
-    fault.updates += 1
-    fault.event_ids = [*fault.event_ids[-7:], ev.id]
-    fault.reason, fault.pci_bus_id = reason, pci
-    fault.severity = severity or health or (health_of(ladder[0]) if ladder else "Info")
-    if fault.severity == "Healthy":
-        fault.severity = "Info"
-    if key not in state.touched:
-        state.touched.append(key)
-    if ev.boot_id and ev.boot_id not in fault.boots:
-        fault.boots.append(ev.boot_id)
-        del fault.boots[:-MAX_BOOTS]
-    if rate is not None:
-        if per_minute:  # count the minutes it was seen in, not how often it was reported
-            minute = ev.time // 60_000_000_000
-            if not fault.window or fault.window[-1][0] // 60_000_000_000 != minute:
-                fault.window.append((ev.time, 1))
-        else:
-            fault.window.append((ev.time, count))
-        horizon = ev.time - rate.window_s * 1_000_000_000
-        fault.window = [w for w in fault.window if w[0] > horizon]
-        seen = sum(n for _, n in fault.window)
-        if seen < rate.threshold:
-            return []
-        reason = f"{reason}: {seen}{' minutes' if per_minute else ''} in {_span(rate.window_s)}"
-    if not ladder:  # a state to watch, with no repair action
-        return [] if health is None else _raise(state, ev, component, entity, health, [], reason, code_key, pci)
-    step = min((len(fault.boots) - 1) // 2, len(ladder) - 1) if fault.boots else 0
-    while step > 0 and (
-        ACTION_RANK[ladder[step]] <= ACTION_RANK[ladder[0]] or (app and ladder[step] == "HARDWARE_INSPECTION")
-    ):
-        step -= 1
-    action = ladder[step]
-    if step > 0:
-        reason += f" (seen on {len(fault.boots)} boots: escalated)"
-    if late and action in REBOOT_CLEARS:
-        return []  # a stale fault from a boot already left
-    return _raise(state, ev, component, entity, health or health_of(action), [action], reason, code_key, pci)
-
-
-def _raise(state: NodeState, ev: Event, component: str, entity: str, health: str, actions: list[RepairAction],
-           reason: str, cause: str, pci: str | None) -> list[HealthState]:  # fmt: skip
-    """Move (component, entity) to ``health`` unless it is already as bad or worse (states are sticky)."""
-    if health == "Healthy":
-        return []  # an incident without a state change
-    key = _key(component, entity)
-    current = state.states.get(key)
-    if current is not None and _worse_or_equal(current, health, actions[0] if actions else None):
-        return []
-    cs = current or ComponentState(component=component, entity=entity, health="Healthy", reason="", since=ev.time)
-    cs.pci_bus_id = pci
-    cs.gpu_uuid = state.gpu_uuid_by_pci.get(pci or "")
-    cs.cause = cause
-    state.states[key] = cs
-    return [_set(state, ev, cs, health, reason, actions)]
-
-
-def _span(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
-
-
-def _worse_or_equal(cs: ComponentState, health: str, action: str | None) -> bool:
-    cur_action = ACTION_RANK[cs.actions[0]] if cs.actions else -1
-    new_action = ACTION_RANK[action] if action else -1
-    return (HEALTH_ORDER[cs.health], cur_action) >= (HEALTH_ORDER[health], new_action)
 
 
 def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:
@@ -444,7 +327,7 @@ def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:
         cs = state.states[key] = ComponentState(
             component=ev.component, entity=ev.node, health=health, reason="", since=ev.time
         )
-    return [_set(state, ev, cs, health, reason, [])]
+    return [set_state(state, ev, cs, health, reason, [])]
 
 
 def _decide(state: NodeState, ev: Event, d: checks.Decision) -> list[HealthState]:
@@ -460,7 +343,7 @@ def _decide(state: NodeState, ev: Event, d: checks.Decision) -> list[HealthState
     if cs is None:
         cs = state.states[key] = ComponentState(component=d.component, entity=d.entity, health=d.health, reason="",
                                                 since=ev.time)  # fmt: skip
-    return [_set(state, ev, cs, d.health, d.reason, d.actions)]
+    return [set_state(state, ev, cs, d.health, d.reason, d.actions)]
 
 
 def _set_healthy(state: NodeState, ev: SetHealthy) -> list[HealthState]:
@@ -468,30 +351,5 @@ def _set_healthy(state: NodeState, ev: SetHealthy) -> list[HealthState]:
     for cs in state.states.values():
         if cs.component == ev.target_component and ev.entity in (None, cs.entity) and cs.health != "Healthy":
             why = f"set healthy by {ev.user or 'an operator'}: {ev.reason}".rstrip(": ")
-            out.append(_set(state, ev, cs, "Healthy", why, []))
+            out.append(set_state(state, ev, cs, "Healthy", why, []))
     return out
-
-
-def _set(
-    state: NodeState, ev: Event, cs: ComponentState, health: str, reason: str, actions: list[RepairAction]
-) -> HealthState:
-    cs.health, cs.reason, cs.actions, cs.since = health, reason, actions, ev.time
-    cs.event_ids = [ev.id]
-    return HealthState(
-        id=derived_id(ev.time, state.node, cs.component, cs.entity, ev.id),
-        time=ev.time,
-        cluster=state.cluster,
-        node=state.node,
-        machine_id=state.machine_id,
-        boot_id=state.boot_id,
-        source="rules",
-        component=cs.component,
-        entity=cs.entity,
-        health=health,  # type: ignore[arg-type]
-        reason=reason,
-        repair_actions=list(actions),
-        since=ev.time,
-        event_ids=list(cs.event_ids),
-        gpu_uuid=cs.gpu_uuid,
-        pci_bus_id=cs.pci_bus_id,
-    )
