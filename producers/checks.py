@@ -135,7 +135,10 @@ def result_of(
 
 
 def check_env(identity: NodeIdentity, spec: CheckSpec, trigger: str) -> dict[str, str]:
-    return {**os.environ, "NAME": spec.name, "GPUHEALTH_CHECK": spec.name, "GPUHEALTH_TRIGGER": trigger,
+    """The agent's environment without its credentials (a check needs no NATS or ClickHouse secret), plus
+    GPUd's NAME and what the check is and why it runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUHEALTH_NATS_", "GPUHEALTH_CLICKHOUSE_"))}
+    return {**env, "NAME": spec.name, "GPUHEALTH_CHECK": spec.name, "GPUHEALTH_TRIGGER": trigger,
             "GPUHEALTH_NODE": identity.node, "GPUHEALTH_CLUSTER": identity.cluster}  # fmt: skip
 
 

@@ -170,7 +170,10 @@ def test_expect_and_suggested_actions() -> None:
 # ---------------------------------------------------------------- the runner
 
 
-async def test_a_run_is_published_with_its_exit_code_fields_and_environment(tmp_path: Path) -> None:
+async def test_a_run_is_published_with_its_exit_code_fields_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUHEALTH_NATS_PASSWORD", "agent-secret")  # the agent's, not the check's
     s = spec('echo "{\\"who\\": \\"$GPUHEALTH_NODE/$GPUHEALTH_CHECK/$GPUHEALTH_TRIGGER\\"}"; exit 3', name="env",
              health_state_plugin={"steps": [{"run_bash_script": {"script": 'echo "{\\"who\\": \\"$GPUHEALTH_NODE/'
                                   '$GPUHEALTH_CHECK/$GPUHEALTH_TRIGGER\\"}"; exit 3'}}],
@@ -180,6 +183,8 @@ async def test_a_run_is_published_with_its_exit_code_fields_and_environment(tmp_
     assert out.events == [result]
     assert (result.exit_code, result.fields, result.error) == (3, {"who": "n1/env/manual"}, "step 1 exited 3")
     assert result.verdict() == ("Unhealthy", "step 1 exited 3: who=n1/env/manual")
+    leak = spec("env | grep -c GPUHEALTH_NATS_ || true", name="leak")
+    assert (await runner(tmp_path, leak)[0].run(leak, "manual")).output == "0\n"
 
 
 async def test_steps_stop_at_the_first_failure(tmp_path: Path) -> None:
