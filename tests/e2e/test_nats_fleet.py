@@ -87,21 +87,23 @@ async def test_a_server_killed_mid_stream_loses_and_duplicates_nothing(tmp_path:
     try:
         with pipeline(cluster, tmp_path):
             nc = await as_user(cluster, "agent-node-a", inbox_prefix=natsconf.agent_inbox("node-a"))
-            js = nc.jetstream()
-            await bus.provision(js, missing_only=True)  # what the agent does: waits for the services' streams
-            info = await js.stream_info(subjects.EVENTS.name)
-            assert info.config.num_replicas == 3
-            total, killed = 6000, ""
-            stop = asyncio.Event()
-            for start in range(0, total, 250):
-                batch = [(subjects.event_subject("node-a", "kmsg"), e.id, encode(e))
-                         for e in map(event, range(start, start + 250))]  # fmt: skip
-                await bus.publish_until_acked(lambda b: bus.publish_batch(js, b, timeout=5), batch, stop,
-                                              what="test")  # fmt: skip
-                if start == 2000:  # the stream's leader goes, mid-stream
-                    killed = (await js.stream_info(subjects.EVENTS.name)).cluster.leader  # type: ignore[union-attr]
-                    cluster.kill(killed)
-            await nc.close()
+            try:
+                js = nc.jetstream()
+                await bus.provision(js, missing_only=True)  # what the agent does: waits for the services' streams
+                info = await js.stream_info(subjects.EVENTS.name)
+                assert info.config.num_replicas == 3
+                total, killed = 6000, ""
+                stop = asyncio.Event()
+                for start in range(0, total, 250):
+                    batch = [(subjects.event_subject("node-a", "kmsg"), e.id, encode(e))
+                             for e in map(event, range(start, start + 250))]  # fmt: skip
+                    await bus.publish_until_acked(lambda b: bus.publish_batch(js, b, timeout=5), batch, stop,
+                                                  what="test")  # fmt: skip
+                    if start == 2000:  # the stream's leader goes, mid-stream
+                        killed = (await js.stream_info(subjects.EVENTS.name)).cluster.leader  # type: ignore[union-attr]
+                        cluster.kill(killed)
+            finally:
+                await nc.close()
             assert killed
 
             def stored() -> bool:
@@ -143,29 +145,35 @@ async def test_an_agent_may_speak_only_for_its_own_node(tmp_path: Path, monkeypa
 
             errors: list[str] = []
             nc = await as_user(cluster, "agent-node-a", inbox_prefix=natsconf.agent_inbox("node-a"), errors=errors)
-            js = nc.jetstream()
-            # Publishing as another node: the server refuses it, nothing is stored.
-            with pytest.raises((nats.errors.TimeoutError, TimeoutError)):
-                await js.publish(subjects.event_subject("node-b", "kmsg"), encode(event(1, "node-b")), timeout=2)
-            # Listening to another node's commands, or to everything: refused.
-            await nc.subscribe(subjects.cmd_subject("node-b", "inject"))
-            await nc.subscribe("gpuhealth.v1.>")
-            await nc.flush()
-            wait_for(lambda: len(errors) >= 3, timeout=5)
+            try:
+                js = nc.jetstream()
+                # Publishing as another node: the server refuses it, nothing is stored.
+                with pytest.raises((nats.errors.TimeoutError, TimeoutError)):
+                    await js.publish(subjects.event_subject("node-b", "kmsg"), encode(event(1, "node-b")), timeout=2)
+                # Listening to another node's commands, or to everything: refused.
+                await nc.subscribe(subjects.cmd_subject("node-b", "inject"))
+                await nc.subscribe("gpuhealth.v1.>")
+                await nc.flush()
+                async with asyncio.timeout(10):  # the server's refusals arrive on this loop: wait on it, not beside it
+                    while len(errors) < 3:
+                        await asyncio.sleep(0.05)
+            finally:
+                await nc.close()
             assert sorted(errors) == [
                 'nats: permissions violation for publish to "gpuhealth.v1.event.node-b.kmsg"',
                 'nats: permissions violation for subscription to "gpuhealth.v1.>"',
                 'nats: permissions violation for subscription to "gpuhealth.v1.cmd.node-b.inject"',
             ]
-            await nc.close()
             ops = await as_user(cluster, "operator")
-            stored = await ops.jetstream().stream_info(
-                subjects.EVENTS.name, subjects_filter="gpuhealth.v1.event.node-b.>"
-            )
-            assert stored.state.subjects in (None, {})
-            with pytest.raises(nats.errors.NoRespondersError):  # nobody took node-b's commands
-                await ops.request(subjects.cmd_subject("node-b", "inject"), b"{}", timeout=2)
-            await ops.close()
+            try:
+                stored = await ops.jetstream().stream_info(
+                    subjects.EVENTS.name, subjects_filter="gpuhealth.v1.event.node-b.>"
+                )
+                assert stored.state.subjects in (None, {})
+                with pytest.raises(nats.errors.NoRespondersError):  # nobody took node-b's commands
+                    await ops.request(subjects.cmd_subject("node-b", "inject"), b"{}", timeout=2)
+            finally:
+                await ops.close()
 
         # No credentials, or wrong ones: refused at connect, with a clear error.
         with pytest.raises(ConnectionRefusedError, match="refused the credentials"):
