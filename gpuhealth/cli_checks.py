@@ -12,8 +12,7 @@ import typer
 
 from gpuhealth import client
 from gpuhealth.cli_options import STATUS_EXIT, DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
-from gpuhealth.config import read_run_info
-from gpuhealth.errors import ConfigError, NotRunningError
+from gpuhealth.errors import ConfigError
 from gpuhealth.events import CheckResult
 
 check_app = typer.Typer(help="Custom checks (GPUd plugin specs): run them now, list them, validate a file.",
@@ -48,26 +47,10 @@ def _exit_for(runs: list[dict[str, Any]]) -> int:
     return max((STATUS_EXIT[r["health"]] for r in runs), default=0)
 
 
-async def _ask(node: str | None, body: dict[str, Any], data_dir: Path, nats: str | None, wait: float) -> Any:
-    from gpuhealth import subjects
-
-    if node is None:
-        info = read_run_info(data_dir)
-        if info is None:
-            raise NotRunningError(f"no running gpuhealth found in {data_dir}: pass --node and --nats")
-        node = info.node
-    nc = await client.open_client(client.nats_url_for(data_dir, nats))
-    try:
-        try:
-            reply = await nc.request(subjects.cmd_subject(node, "check"), json.dumps(body).encode(), timeout=wait)
-        except Exception as e:
-            raise NotRunningError(f"no agent for node {node!r} answered within {wait:g}s: {e!r}") from e
-    finally:
-        await nc.close()
-    answer = json.loads(reply.data)
-    if "error" in answer:
-        raise ConfigError(f"node {node}: {answer['error']}")
-    return answer
+def _ask(node: str | None, body: dict[str, Any], data_dir: Path | None, nats: str | None, wait: float) -> Any:
+    """The request to a node's agent (default: the local gpuctl up's) on its ``check`` subject."""
+    d = data_dir_of(data_dir)
+    return client.ask_agent(node or client.local_node(d), "check", body, d, nats, timeout=wait)
 
 
 @check_app.command("run")
@@ -86,7 +69,7 @@ def run(
     is not."""
     if not names and not tag:
         raise ConfigError("name a check or give --tag")
-    answer = asyncio.run(_ask(node, {"names": names or [], "tag": tag or ""}, data_dir_of(data_dir), nats, wait))
+    answer = asyncio.run(_ask(node, {"names": names or [], "tag": tag or ""}, data_dir, nats, wait))
     decoder = msgspec.json.Decoder(CheckResult)
     runs = [run_json(decoder.decode(json.dumps(r))) for r in answer["results"]]
     print_runs(runs, json_out)
@@ -97,7 +80,7 @@ def run(
 def list_checks(node: NodeOpt = None, json_out: JsonOpt = False, data_dir: DataDirOpt = None,
                 nats: NatsOpt = None) -> None:  # fmt: skip
     """The checks a node's agent runs, with each one's last result."""
-    answer = asyncio.run(_ask(node, {"describe": True}, data_dir_of(data_dir), nats, 10.0))
+    answer = asyncio.run(_ask(node, {"describe": True}, data_dir, nats, 10.0))
     decoder = msgspec.json.Decoder(CheckResult)
     specs = [{**c, "last": run_json(decoder.decode(json.dumps(c["last"]))) if c["last"] else None}
              for c in answer["checks"]]  # fmt: skip

@@ -127,36 +127,15 @@ def inject_fault(
     print(f"injected into {where}: {message}")
 
 
-async def _ask_agent(node: str, verb: str, body: dict[str, object], data_dir: Path, nats: str | None) -> None:
-    """One command to one node's agent over ``gpuhealth.v1.cmd.<node>.<verb>``; its refusal is an error."""
-    from gpuhealth import subjects
-
-    nc = await client.open_client(client.nats_url_for(data_dir, nats))
-    try:
-        try:
-            reply = await nc.request(subjects.cmd_subject(node, verb), json.dumps(body).encode(), timeout=5)
-        except Exception as e:
-            raise NotRunningError(f"no agent for node {node!r} answers: {e}") from e
-    finally:
-        await nc.close()
-    answer = json.loads(reply.data)
-    if "error" in answer:
-        raise ConfigError(f"node {node}: {answer['error']}")
-
-
 async def _inject_nvml(node: str | None, request: dict[str, object], data_dir: Path, nats: str | None) -> str:
     """A simulated GPU fault, sent to the agent of ``node`` (default: the local gpuctl up's node)."""
-    if node is None:
-        info = read_run_info(data_dir)
-        if info is None:
-            raise NotRunningError(f"no running gpuhealth found in {data_dir}: pass --node and --nats")
-        node = info.node
-    await _ask_agent(node, "nvml", request, data_dir, nats)
+    node = node or client.local_node(data_dir)
+    await client.ask_agent(node, "nvml", request, data_dir, nats)
     return f"injected on node {node}, GPU {request['gpu']}: {request['action']}"
 
 
 async def _inject_remote(node: str, message: str, priority: int, data_dir: Path, nats: str | None) -> str:
-    await _ask_agent(node, "inject", {"message": message, "priority": priority}, data_dir, nats)
+    await client.ask_agent(node, "inject", {"message": message, "priority": priority}, data_dir, nats)
     return f"injected on node {node}: {message}"
 
 

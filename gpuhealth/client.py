@@ -4,6 +4,7 @@ health and inventory buckets, and ask the sink read-only SQL."""
 from __future__ import annotations
 
 import contextlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,31 @@ async def open_client(url: str) -> NATS:
         raise ConfigError(str(e)) from None
     except (TimeoutError, OSError, nats.errors.Error) as e:
         raise NotRunningError(f"no gpuhealth answers at {bus.redact(url)}: {e}") from e
+
+
+def local_node(data_dir: Path) -> str:
+    """The node of the gpuctl up running in ``data_dir``: where a command goes when no --node is given."""
+    info = read_run_info(data_dir)
+    if info is None:
+        raise NotRunningError(f"no running gpuhealth found in {data_dir}: pass --node and --nats")
+    return info.node
+
+
+async def ask_agent(node: str, verb: str, body: dict[str, Any], data_dir: Path, nats_url: str | None, *,
+                    timeout: float = 5.0) -> dict[str, Any]:  # fmt: skip
+    """One command to one node's agent over ``gpuhealth.v1.cmd.<node>.<verb>``; its refusal is an error."""
+    nc = await open_client(nats_url_for(data_dir, nats_url))
+    try:
+        try:
+            reply = await nc.request(subjects.cmd_subject(node, verb), json.dumps(body).encode(), timeout=timeout)
+        except Exception as e:
+            raise NotRunningError(f"no agent for node {node!r} answered within {timeout:g}s: {e!r}") from e
+    finally:
+        await nc.close()
+    answer: dict[str, Any] = json.loads(reply.data)
+    if "error" in answer:
+        raise ConfigError(f"node {node}: {answer['error']}")
+    return answer
 
 
 async def _all_values(nc: NATS, bucket: str, keys: str = ">") -> list[bytes]:

@@ -205,6 +205,14 @@ def alive(pid: int) -> bool:
         return f.read().split(") ")[-1][0] != "Z"
 
 
+async def gone(pid: int, within: float = 5.0) -> bool:
+    """Whether the process is dead (or a zombie) within ``within`` seconds: killing is asynchronous."""
+    deadline = time.monotonic() + within
+    while alive(pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return not alive(pid)
+
+
 async def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     s = spec(f"sleep 300 & echo $! > {pidfile}; echo started; wait", timeout="1s")
@@ -214,12 +222,7 @@ async def test_a_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert (result.exit_code, result.timed_out, result.output) == (None, True, "started\n")
     assert result.error == "timed out after 1s in step 1"
     assert result.verdict()[0] == "Unhealthy"
-    child = int(pidfile.read_text())
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.1)
-    assert not alive(child)
+    assert await gone(int(pidfile.read_text()))
 
 
 async def test_background_processes_do_not_outlive_a_finished_check(tmp_path: Path) -> None:
@@ -228,12 +231,7 @@ async def test_background_processes_do_not_outlive_a_finished_check(tmp_path: Pa
     start = time.monotonic()
     result = await runner(tmp_path, s)[0].run(s, "manual")
     assert time.monotonic() - start < 10 and result.exit_code == 0
-    child = int(pidfile.read_text())
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.1)
-    assert not alive(child)
+    assert await gone(int(pidfile.read_text()))
 
 
 async def test_output_is_bounded_and_counted(tmp_path: Path) -> None:
