@@ -124,11 +124,14 @@ async def pipeline(url: str, n: int, store: Store, make: Callable[[int], KernelE
         fut.add_done_callback(lambda _: window.release())
         futures.append(fut)
     await asyncio.gather(*futures)
-    while True:
-        _, rows = await store.run(store.query, f"SELECT count() FROM {store.database}.events", {}, 10, 10)
-        if rows[0][0] >= n:
-            break
-        await asyncio.sleep(0.05)
+    # Done when every event and everything the rules made of them is stored: the rules' consumer has
+    # acknowledged every event (it does so after publishing what they changed), then the sink's.
+    for stream, durable in ((subjects.EVENTS, "rules"), (subjects.HEALTH, "sink-health"),
+                            (subjects.INCIDENTS, "sink-incidents"), (subjects.EVENTS, "sink-events")):  # fmt: skip
+        while (info := await js.consumer_info(stream.name, durable)).num_pending or info.num_ack_pending:
+            await asyncio.sleep(0.01)
+    _, rows = await store.run(store.query, f"SELECT count() FROM {store.database}.events", {}, 10, 10)
+    assert rows[0][0] == n, f"{rows[0][0]} of {n} events stored"
     elapsed = time.perf_counter() - start
     stop.set()
     await asyncio.gather(*services)

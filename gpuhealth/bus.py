@@ -36,7 +36,7 @@ from nats.js.api import (
     SubjectTransform,
 )
 
-from gpuhealth import subjects, telemetry
+from gpuhealth import jetstream, subjects, telemetry
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
 
@@ -185,45 +185,39 @@ def headers_for(msg_id: str) -> dict[str, str]:
     return {"Nats-Msg-Id": msg_id, SCHEMA_HEADER: str(SCHEMA_VERSION)}
 
 
-async def publish_batch(js: JetStreamContext, items: Sequence[tuple[str, str, bytes]], *, timeout: float = 5.0) -> None:
-    """Publish (subject, id, payload) items and wait until JetStream acknowledged all.
+Item = tuple[str, str, bytes]  # subject, message id, payload
+Message = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
+
+
+def with_id(subject: str, msg_id: str, payload: bytes) -> Message:
+    """A message JetStream stores once per id (inside the stream's duplicate window)."""
+    return subject, payload, headers_for(msg_id)
+
+
+def kv_put(bucket: str, key: str, value: bytes) -> Message:
+    """What KeyValue.put sends: a JetStream publish to the bucket's subject for the key."""
+    return f"$KV.{bucket}.{key}", value, None
+
+
+async def publish_messages(js: JetStreamContext, messages: Iterable[Message], *, timeout: float = 10.0) -> None:
+    """Publish every message at once and wait until JetStream acknowledged all: one round trip
+    for a stage's whole output (stream messages and KV puts alike).
 
     Raises TimeoutError or a NATS error when any is not acknowledged; the caller
     retries the whole batch, which the ids make harmless."""
     with telemetry.PUBLISH_SECONDS.time():
-        await _all_in_flight(
-            js, ((subject, payload, headers_for(msg_id)) for subject, msg_id, payload in items), timeout
-        )
+        await jetstream.publish_all(jetstream.connection_of(js), messages, timeout)
 
 
-Item = tuple[str, str, bytes]  # subject, message id, payload
+async def publish_batch(js: JetStreamContext, items: Sequence[Item], *, timeout: float = 5.0) -> None:
+    """Publish (subject, id, payload) items with ``Nats-Msg-Id`` = id; see publish_messages."""
+    await publish_messages(js, (with_id(*item) for item in items), timeout=timeout)
 
 
 async def kv_put_many(js: JetStreamContext, bucket: str, entries: Sequence[tuple[str, bytes]], *,
                       timeout: float = 10.0) -> None:  # fmt: skip
-    """Put many keys in one round trip: what KeyValue.put does (a JetStream publish to the
-    bucket's subject), with every publish in flight at once instead of one awaited after another."""
-    await _all_in_flight(js, ((f"$KV.{bucket}.{key}", value, None) for key, value in entries), timeout)
-
-
-async def _all_in_flight(
-    js: JetStreamContext, messages: Iterable[tuple[str, bytes, dict[str, str] | None]], timeout: float
-) -> None:
-    futures: list[asyncio.Future[Any]] = []
-    try:
-        for subject, payload, headers in messages:
-            futures.append(await js.publish_async(subject, payload, headers=headers))
-        async with asyncio.timeout(timeout):
-            for fut in futures:
-                await fut
-    finally:
-        # An unanswered publish would hold its slot of publish_async's window forever; a failed one
-        # after the first failure is retrieved here (the caller retries the batch), not left to warn.
-        for fut in futures:
-            if not fut.done():
-                fut.cancel()
-            elif not fut.cancelled():
-                fut.exception()
+    """Put many keys in one round trip instead of one awaited KeyValue.put after another."""
+    await publish_messages(js, (kv_put(bucket, key, value) for key, value in entries), timeout=timeout)
 
 
 async def publish_until_acked(

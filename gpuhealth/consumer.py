@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 import nats.errors
+import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -20,6 +21,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from gpuhealth import subjects, telemetry
 from gpuhealth.bus import publish_batch
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
+from gpuhealth.jetstream import ConsumerGone, Puller, connection_of
 
 log = logging.getLogger("gpuhealth.bus")
 T = TypeVar("T")
@@ -60,20 +62,19 @@ class Consumer(Generic[T]):
         self.dead_lettered = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        sub = await self._subscribe(stop)
+        puller = Puller(connection_of(self.js), self.stream, self.durable)
         try:
-            await self._loop(sub, stop)
+            await self._bind(stop)
+            await self._loop(puller, stop)
         finally:
             with contextlib.suppress(nats.errors.Error):
-                await sub.unsubscribe()
+                await puller.stop()
 
-    async def _loop(self, sub: JetStreamContext.PullSubscription, stop: asyncio.Event) -> None:
+    async def _loop(self, puller: Puller, stop: asyncio.Event) -> None:
         backoff = 0.0
         while not stop.is_set():
             try:
-                msgs = await sub.fetch(self.batch, timeout=0.5)
-            except (TimeoutError, nats.errors.TimeoutError):
-                continue
+                msgs = await puller.fetch(self.batch, timeout=0.5)
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 return
             except nats.errors.Error as e:
@@ -82,10 +83,14 @@ class Consumer(Generic[T]):
                 backoff = min(backoff * 2, 2.0) or 0.2
                 log.warning("%s: fetch failed (%s); retrying in %.1fs", self.stage, e, backoff)
                 await asyncio.sleep(backoff)
+                if isinstance(e, ConsumerGone):  # deleted, or the stream was: make it again
+                    await self._bind(stop)
+                continue
+            if not msgs:
                 continue
             backoff = 0.0
             if self.linger_s and len(msgs) < self.batch:
-                msgs += await self._linger(sub, len(msgs))
+                msgs += await self._linger(puller, len(msgs))
             good: list[T] = []
             for m in msgs:
                 item = await self._decode_or_dead_letter(m)
@@ -100,24 +105,28 @@ class Consumer(Generic[T]):
             for m in msgs:
                 await _ack(m)
 
-    async def _linger(self, sub: JetStreamContext.PullSubscription, have: int) -> list[Msg]:
+    async def _linger(self, puller: Puller, have: int) -> list[Msg]:
         """More of the batch, until it is full or linger_s has passed since its first message."""
         more: list[Msg] = []
         deadline = time.monotonic() + self.linger_s
         while have + len(more) < self.batch and (left := deadline - time.monotonic()) > 0.01:
             try:
-                more += await sub.fetch(self.batch - have - len(more), timeout=left)
-            except (TimeoutError, nats.errors.TimeoutError):
-                break
+                got = await puller.fetch(self.batch - have - len(more), timeout=left)
             except nats.errors.Error:
                 break  # what we have is handled now; the loop deals with the connection
+            if not got:
+                break
+            more += got
         return more
 
-    async def _subscribe(self, stop: asyncio.Event) -> JetStreamContext.PullSubscription:
+    async def _bind(self, stop: asyncio.Event) -> None:
+        """Create the durable consumer unless it exists (a changed config is not applied to an existing one)."""
         # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
         # earlier ones delivered to a process that died before handling them (they would never be
         # redelivered); the SIGKILL exactly-once test caught exactly that.
         config = ConsumerConfig(
+            durable_name=self.durable,
+            filter_subject=self.filter_subject,
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait_s,
             max_ack_pending=self.batch * 4,
@@ -126,9 +135,11 @@ class Consumer(Generic[T]):
         )
         while True:
             try:
-                return await self.js.pull_subscribe(
-                    self.filter_subject, durable=self.durable, stream=self.stream, config=config
-                )
+                try:
+                    await self.js.consumer_info(self.stream, self.durable)
+                except nats.js.errors.NotFoundError:
+                    await self.js.add_consumer(self.stream, config)
+                return
             except (TimeoutError, nats.errors.Error) as e:
                 if stop.is_set():
                     raise

@@ -112,21 +112,18 @@ class RulesService:
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
             incidents.update((i.id, i) for i in inc)  # a batch publishes each incident's latest update
-        items = [(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
-        items += [
-            (subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
+        messages = [bus.with_id(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
+        messages += [
+            bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
             for i in incidents.values()
         ]
-        if items:
-            await bus.publish_batch(self.js, items)
-            self.incidents_published += len(incidents)
-        if outputs:
-            latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
-            await bus.kv_put_many(self.js, subjects.KV_HEALTH, [(k, encode(h)) for k, h in latest.items()])
-            self.states_published += len(outputs)
-        await bus.kv_put_many(
-            self.js, subjects.KV_RULES, [(subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
-        )
+        latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
+        messages += [bus.kv_put(subjects.KV_HEALTH, k, encode(h)) for k, h in latest.items()]
+        messages += [bus.kv_put(subjects.KV_RULES, subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
+        # One round trip for all of it; nothing is acknowledged until every part is stored.
+        await bus.publish_messages(self.js, messages)
+        self.incidents_published += len(incidents)
+        self.states_published += len(outputs)
 
     async def handle_inventory(self, items: list[Inventory]) -> None:
         assert self.kv_rules is not None and self.kv_inventory is not None

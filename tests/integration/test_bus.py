@@ -11,6 +11,7 @@ from nats.js import JetStreamContext
 from gpuhealth import bus, subjects
 from gpuhealth.consumer import Consumer
 from gpuhealth.events import DLQ_DECODER, EVENT_DECODER, Event, SourceStatus, encode
+from gpuhealth.jetstream import Puller
 
 
 async def until_acked(js: JetStreamContext, durable: str) -> None:
@@ -158,8 +159,8 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
         batch=5,
         ack_wait_s=1.0,
     )  # type: ignore[arg-type]
-    sub = await first._subscribe(asyncio.Event())
-    taken = await sub.fetch(5, timeout=5)
+    await first._bind(asyncio.Event())
+    taken = await Puller(doomed, subjects.EVENTS.name, "w").fetch(5, timeout=5)
     assert len(taken) == 5
     await doomed.close()
 

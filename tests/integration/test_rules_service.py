@@ -241,16 +241,17 @@ async def test_a_batch_whose_output_failed_is_published_when_retried(nc: NATS, m
     """A failure after the engine ran (here the health bucket's write, as when a stream's leader moves)
     must not leave the service believing the events applied: the retry publishes the same state."""
     js = nc.jetstream()
-    real = bus.kv_put_many
+    real = bus.publish_messages
     failures = []
 
-    async def flaky(js: JetStreamContext, bucket: str, entries: Any, **kw: Any) -> None:
-        if bucket == subjects.KV_HEALTH and not failures:
-            failures.append(bucket)
+    async def flaky(js: JetStreamContext, messages: Any, **kw: Any) -> None:
+        messages = list(messages)
+        if any(m[0].startswith(f"$KV.{subjects.KV_HEALTH}.") for m in messages) and not failures:
+            failures.append(subjects.KV_HEALTH)
             raise TimeoutError("no response from stream")
-        await real(js, bucket, entries, **kw)
+        await real(js, messages, **kw)
 
-    monkeypatch.setattr(bus, "kv_put_many", flaky)
+    monkeypatch.setattr(bus, "publish_messages", flaky)
     await publish(js, [xid(1, 79)])
     service = RulesService(js)
     await run_until(service, lambda: service.states_published >= 1)
