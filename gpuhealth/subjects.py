@@ -108,6 +108,14 @@ def partitions_of(instance: int, instances: int) -> list[int]:
     return [p for p in range(PARTITIONS) if p % instances == instance]
 
 
+def partition_of(node: str) -> int:
+    """The partition the server's transform gives a node: FNV-1a (32 bit) of its subject token."""
+    h = 0x811C9DC5
+    for b in token(node).encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h % PARTITIONS
+
+
 def partition_filter(spec: StreamSpec, partition: int) -> str:
     """The stored subjects of one partition: the transform's source with the partition token added."""
     assert spec.transform is not None

@@ -45,9 +45,9 @@ from rules.catalog import APPLICATION_XIDS, REBOOT_CLEARS, Catalog
 from rules.limits import Window
 from rules.state import (
     MAX_BOOTS,
-    RECENT_IDS,
     ComponentState,
     NodeState,
+    first_time,
 )
 from rules.state import (
     key as _key,
@@ -66,15 +66,17 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
 def apply_all(
     state: NodeState | None, event: Event, catalog: Catalog
 ) -> tuple[NodeState, list[HealthState], list[Incident]]:
-    """Apply one event: the updated state, the health state changes and the incidents it updated."""
+    """Apply one event: the updated state, the health state changes and the incidents it opened.
+
+    An incident that grew (one more occurrence) is not an output here: ``pending_incidents`` gives
+    its latest update when the service flushes (a storm of 100,000 lines is a handful of updates,
+    not 100,000 messages), and the count in the state is exact meanwhile."""
     if state is None:
         state = NodeState(node=event.node)
     state.touched = []
-    if event.id in state.recent:
+    if not first_time(state, event.id):
         return state, [], []
     state.incident_window_ns = catalog.limits.incident.window_s * 1_000_000_000
-    state.recent.append(event.id)
-    del state.recent[:-RECENT_IDS]
     # An operator's event may not know the cluster or machine: keep what the node said.
     state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
     outputs = _boot_change(state, event)
@@ -93,14 +95,34 @@ def apply_all(
         outputs += _decide(state, event, checks.check(event))
     elif isinstance(event, Verification):
         outputs += _decide(state, event, checks.verification(event))
-    return state, outputs, [_incident(state, event, key) for key in state.touched]
+    opened = []
+    for key in state.touched:
+        if (fault := state.faults[key]).updates == 1:
+            opened.append(_incident(state, key, event.time))
+            fault.published = 1
+    return state, outputs, opened
 
 
-def _incident(state: NodeState, ev: Event, key: str) -> Incident:
+def has_pending(state: NodeState) -> bool:
+    """Whether an incident of the last event's grew and is not published yet."""
+    return any(state.faults[k].updates > state.faults[k].published for k in state.touched)
+
+
+def pending_incidents(state: NodeState) -> list[Incident]:
+    """The latest update of every incident that grew since it was last published, marked published."""
+    out = []
+    for key, fault in state.faults.items():
+        if fault.updates > fault.published:
+            out.append(_incident(state, key, fault.last))
+            fault.published = fault.updates
+    return out
+
+
+def _incident(state: NodeState, key: str, time: int) -> Incident:
     f = state.faults[key]
     component, entity, code = key.split("\x1f")
     return Incident(
-        id=derived_id(f.first, state.node, key), time=ev.time, cluster=state.cluster, node=state.node,
+        id=derived_id(f.first, state.node, key), time=time, cluster=state.cluster, node=state.node,
         machine_id=state.machine_id, boot_id=state.boot_id, source="rules", component=component, entity=entity,
         code=code, severity=f.severity, reason=f.reason, count=f.count, first=f.first, last=f.last, seq=f.updates,
         event_ids=list(f.event_ids), pci_bus_id=f.pci_bus_id, gpu_uuid=state.gpu_uuid_by_pci.get(f.pci_bus_id or ""),

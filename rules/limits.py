@@ -50,6 +50,7 @@ class NvmlLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 class IncidentLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     window_s: int
+    update_s: float
 
 
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

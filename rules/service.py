@@ -2,15 +2,22 @@
 
 For each batch of events: apply the engine per node, publish the state
 changes on ``gpuhealth.v1.health.<node>.<component>`` (ids derived from the
-causing event, so a reprocessed batch publishes nothing new), write them to the
-health KV bucket, save the touched nodes' engine state, and only then
-acknowledge. A crash anywhere in between redelivers the batch, which the
-engine recognises as already applied or recomputes identically.
+causing event, so a reprocessed batch publishes nothing new) and the incidents
+they opened, write the states to the health KV bucket, save the touched nodes'
+engine state, all in one round trip, and only then acknowledge. A crash
+anywhere in between redelivers the batch, which the engine recognises as
+already applied or recomputes identically.
+
+Incidents that grew are published by a flush every ``incident.update_s``
+(limits.toml): their latest update, whatever the rate of the storm. What was
+published is part of the saved node state, so growth a crash left unpublished
+goes out from the saved states when the service starts again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from typing import Any
@@ -32,7 +39,7 @@ from gpuhealth.events import (
     encode,
 )
 from rules import catalog as catalog_mod
-from rules.engine import apply_all, apply_inventory
+from rules.engine import apply_all, apply_inventory, has_pending, pending_incidents
 from rules.limits import Limits
 from rules.state import NodeState, decode_state, encode_state
 
@@ -70,6 +77,7 @@ class RulesService:
         self.kv_inventory: KeyValue | None = None
         self.states_published = 0
         self.incidents_published = 0
+        self._growing: set[str] = set()  # nodes with incidents grown since their last publish
         # The event and inventory consumers both load, change and save node states: one at a
         # time, or two loads of the same node race and the last save drops the other's change.
         self._lock = asyncio.Lock()
@@ -79,6 +87,27 @@ class RulesService:
         self.kv_rules = await self.js.key_value(subjects.KV_RULES)
         self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
         self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)
+        await self._load_growing()
+
+    async def _load_growing(self) -> None:
+        """The saved states of this instance's nodes whose incident growth was not published yet."""
+        assert self.kv_rules is not None
+        try:
+            keys = await self.kv_rules.keys()
+        except nats.js.errors.NoKeysError:
+            return
+        owned = set(self.partitions)
+        for i in range(0, len(keys), 256):
+            entries = await asyncio.gather(*(self.kv_rules.get(k) for k in keys[i : i + 256]),
+                                           return_exceptions=True)  # fmt: skip
+            for entry in entries:
+                if isinstance(entry, BaseException) or not entry.value:
+                    continue  # deleted since listed
+                state = decode_state(entry.value)
+                mine = subjects.partition_of(state.node) in owned and state.node not in self.nodes
+                if mine and any(f.updates > f.published for f in state.faults.values()):
+                    self.nodes[state.node] = state
+                    self._growing.add(state.node)
 
     async def _node(self, node: str) -> NodeState | None:
         if node in self.nodes:
@@ -111,7 +140,9 @@ class RulesService:
             state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog)
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
-            incidents.update((i.id, i) for i in inc)  # a batch publishes each incident's latest update
+            incidents.update((i.id, i) for i in inc)
+            if has_pending(state):
+                self._growing.add(ev.node)
         messages = [bus.with_id(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
         messages += [
             bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
@@ -124,6 +155,42 @@ class RulesService:
         await bus.publish_messages(self.js, messages)
         self.incidents_published += len(incidents)
         self.states_published += len(outputs)
+
+    async def flush_incidents(self) -> None:
+        """Publish the latest update of every incident that grew. The states are saved with the next
+        batch, not here: after a crash the sweep at start publishes an update again, and the same
+        (incident, seq) is the same message id, which JetStream and the sink store once."""
+        async with self._lock:
+            growing, self._growing = self._growing, set()
+            states = {n: s for n in growing if (s := await self._node(n)) is not None}
+            try:
+                incidents = [i for s in states.values() for i in pending_incidents(s)]
+                await bus.publish_messages(self.js, [
+                    bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq),
+                                encode(i))
+                    for i in incidents
+                ])  # fmt: skip
+                self.incidents_published += len(incidents)
+            except BaseException:
+                for n in states:  # marked published in memory only: reload, and try again next time
+                    self.nodes.pop(n, None)
+                self._growing |= set(states)
+                raise
+
+    async def _flusher(self, stop: asyncio.Event | None) -> None:
+        """Every update_s until stopped; with no ``stop``, once."""
+        while True:
+            if stop is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.catalog.limits.incident.update_s)
+                if stop.is_set():
+                    return
+            try:
+                await self.flush_incidents()
+            except Exception as e:  # kept in the saved states: the next round, or the next start, publishes them
+                log.warning("rules: publishing the growth of %d nodes' incidents failed (%s)", len(self._growing), e)
+            if stop is None:
+                return
 
     async def handle_inventory(self, items: list[Inventory]) -> None:
         assert self.kv_rules is not None and self.kv_inventory is not None
@@ -172,4 +239,5 @@ class RulesService:
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()
-        await asyncio.gather(*(c.run(stop) for c in await self._consumers()))
+        await asyncio.gather(*(c.run(stop) for c in await self._consumers()), self._flusher(stop))
+        await self._flusher(None)  # what grew in the last batches

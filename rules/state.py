@@ -4,6 +4,8 @@ Everything here is data (msgspec Structs); the engine's decisions are in engine.
 
 from __future__ import annotations
 
+import weakref
+
 import msgspec
 
 from gpuhealth.events import RepairAction
@@ -38,10 +40,11 @@ class Fault(msgspec.Struct, kw_only=True):
     severity: str = ""
     pci_bus_id: str | None = None
     updates: int = 0
+    published: int = 0  # the update last published: growth since then waits for the service's next flush
     event_ids: list[str] = []
 
 
-class NodeState(msgspec.Struct, kw_only=True):
+class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     node: str
     cluster: str = ""
     machine_id: str = ""
@@ -53,6 +56,40 @@ class NodeState(msgspec.Struct, kw_only=True):
     recent: list[str] = []
     incident_window_ns: int = 3600 * 10**9
     touched: list[str] = []  # the faults the last event updated: their incidents are outputs
+
+
+# The recent ids as a set beside each state (by identity: a Struct with == is not hashable), for
+# as long as the state lives: a redelivery check per event must not scan a list of 512.
+_RECENT: dict[int, tuple[weakref.ref[NodeState], set[str]]] = {}
+
+
+def _recent_ids(state: NodeState) -> set[str]:
+    key = id(state)
+    entry = _RECENT.get(key)
+    if entry is None or entry[0]() is not state:
+        entry = _RECENT[key] = (weakref.ref(state, lambda _: _RECENT.pop(key, None)), set(state.recent))
+    return entry[1]
+
+
+def first_time(state: NodeState, event_id: str) -> bool:
+    """Record an event as applied to the state; False when it was already (within its last
+    RECENT_IDS events). A short list is scanned; a long one is mirrored by a set."""
+    recent = state.recent
+    if len(recent) < 64:
+        if event_id in recent:
+            return False
+        recent.append(event_id)
+        return True
+    ids = _recent_ids(state)
+    if event_id in ids:
+        return False
+    recent.append(event_id)
+    ids.add(event_id)
+    if len(recent) > RECENT_IDS:
+        for old in recent[:-RECENT_IDS]:
+            ids.discard(old)
+        del recent[:-RECENT_IDS]
+    return True
 
 
 _STATE_ENCODER = msgspec.msgpack.Encoder()

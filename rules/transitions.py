@@ -56,7 +56,7 @@ def record_fault(
     key = _key(component, entity, code_key)
     fault = state.faults.setdefault(key, Fault(first=ev.time, last=ev.time))
     if ev.time - fault.last > state.incident_window_ns:  # quiet for a window: a new incident
-        fault.first, fault.count, fault.updates, fault.event_ids = ev.time, 0, 0, []
+        fault.first, fault.count, fault.updates, fault.published, fault.event_ids = ev.time, 0, 0, 0, []
     fault.count += count
     fault.last = max(fault.last, ev.time)
     fault.updates += 1

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, client, subjects
-from gpuhealth.events import HEALTH_DECODER, Event, KernelEvent, SourceStatus, encode
+from gpuhealth.events import HEALTH_DECODER, INCIDENT_DECODER, Event, Incident, KernelEvent, SourceStatus, encode
 from rules.catalog import load
 from rules.engine import apply
+from rules.limits import IncidentLimits
+from rules.limits import parse as parse_limits
 from rules.service import RulesService
 from rules.state import NodeState
+
+LIMITS = parse_limits()
 
 
 def xid(i: int, code: int, boot: str = "b1", node: str = "gpu-1") -> KernelEvent:
@@ -258,3 +264,54 @@ async def test_a_batch_whose_output_failed_is_published_when_retried(nc: NATS, m
     assert failures == [subjects.KV_HEALTH]
     states = await client.health_states(nc)
     assert [(s.node, s.health) for s in states] == [("gpu-1", "Unhealthy")]
+
+
+async def incident_updates(nc: NATS) -> list[Incident]:
+    """Every incident message stored so far, in order."""
+    info = await nc.jetstream().stream_info(subjects.INCIDENTS.name)
+    out = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        raw = await nc.jetstream().get_msg(subjects.INCIDENTS.name, seq)
+        assert raw.data is not None
+        out.append(INCIDENT_DECODER.decode(raw.data))
+    return out
+
+
+def storm(n: int, node: str = "gpu-1") -> list[Event]:
+    return [xid(i, 13, node=node) for i in range(1, n + 1)]
+
+
+async def test_a_storm_is_its_opening_and_then_its_latest_count_not_a_message_per_line(nc: NATS) -> None:
+    js = nc.jetstream()
+    await publish(js, storm(500))
+    service = RulesService(js, limits=msgspec.structs.replace(LIMITS, incident=IncidentLimits(3600, 0.2)))
+    await run_until(service, lambda: service.incidents_published >= 2)
+    updates = await incident_updates(nc)
+    assert len(updates) <= 5  # at most one a flush, whatever the storm's rate
+    assert (updates[0].seq, updates[0].count) == (1, 1)
+    assert (updates[-1].seq, updates[-1].count, updates[-1].last) == (500, 500, 500 * 10**9)
+    assert len({u.id for u in updates}) == 1
+
+
+async def test_growth_a_crash_left_unpublished_goes_out_at_the_next_start(nc: NATS) -> None:
+    js = nc.jetstream()
+    await publish(js, storm(50, node="gpu-7"))
+    slow = RulesService(js, limits=msgspec.structs.replace(LIMITS, incident=IncidentLimits(3600, 3600.0)))
+    task = asyncio.create_task(slow.run(asyncio.Event()))
+    async with asyncio.timeout(10):
+        while slow.nodes.get("gpu-7") is None or not slow.nodes["gpu-7"].faults:
+            await asyncio.sleep(0.05)
+        while (await js.consumer_info(subjects.EVENTS.name, "rules")).ack_floor.stream_seq < 50:
+            await asyncio.sleep(0.05)
+    task.cancel()  # killed: no last flush
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert [u.count for u in await incident_updates(nc)] == [1]
+    # A restarted service (another instance count, even) finds the growth in the saved state.
+    for instance in range(2):
+        again = RulesService(js, instance=instance, instances=2,
+                             limits=msgspec.structs.replace(LIMITS, incident=IncidentLimits(3600, 0.1)))  # fmt: skip
+        mine = subjects.partition_of("gpu-7") in again.partitions
+        await run_until(again, lambda a=again, m=mine: a.incidents_published >= 1 or not m, timeout=10)
+        assert again.incidents_published == (1 if mine else 0)
+    assert [u.count for u in await incident_updates(nc)] == [1, 50]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
 from rules.catalog import load
 from rules.engine import apply
-from rules.state import NodeState, decode_state, encode_state
+from rules.state import RECENT_IDS, NodeState, decode_state, encode_state, first_time
 
 CAT = load()
 _n = itertools.count(1)
@@ -268,3 +268,15 @@ def test_replay_is_deterministic_and_resumable(events: list[Event], data: st.Dat
     assert state_c is not None
     assert first_out + rest_out == out_a
     assert encode_state(state_c) == encode_state(state_a)
+
+
+def test_an_event_is_recognised_as_applied_for_its_last_512_ids_short_or_long() -> None:
+    state = NodeState(node="n")
+    assert all(first_time(state, f"e{i}") for i in range(600))
+    assert len(state.recent) == RECENT_IDS
+    assert not any(first_time(state, f"e{i}") for i in range(600 - RECENT_IDS, 600))  # the set's view
+    assert first_time(state, "e0")  # forgotten: older than the last 512
+    restored = decode_state(encode_state(state))  # a state loaded from KV builds its set from the list
+    assert not first_time(restored, "e599") and first_time(restored, "e1")
+    short = NodeState(node="m")
+    assert first_time(short, "a") and not first_time(short, "a")

@@ -14,7 +14,7 @@ import pytest
 from gpuhealth.events import Event, HostEvent, Incident, KernelEvent, NvlinkDetail, NvmlEvent
 from producers.klog import COMPONENT_OF_KIND
 from rules.catalog import load
-from rules.engine import apply_all
+from rules.engine import apply_all, has_pending, pending_incidents
 from rules.state import NodeState
 from tests.unit.test_engine import run
 
@@ -172,21 +172,29 @@ def test_a_storm_of_100000_xid_95_lines_is_one_incident_and_one_state_change() -
 
 
 def incidents_of(events: list[Event]) -> list[Incident]:
+    """What the service publishes for these events: the incidents they open, then one flush."""
     state: NodeState | None = None
     out: list[Incident] = []
     for ev in events:
         state, _, inc = apply_all(state, ev, CAT)
         out += inc
-    return out
+    return out + (pending_incidents(state) if state is not None else [])
 
 
-def test_a_storm_is_one_incident_updated_with_its_count() -> None:
+def test_a_storm_is_one_incident_opened_at_once_then_its_latest_count() -> None:
     events: list[Event] = [kernel("xid", s / 60, xid=95, pci_bus_id=GPU, count=10_000) for s in range(10)]
-    out = incidents_of(events)
-    assert len({i.id for i in out}) == 1
-    last = out[-1]
+    state, _, opened = apply_all(None, events[0], CAT)
+    assert [(i.count, i.seq) for i in opened] == [(10_000, 1)]
+    for ev in events[1:]:
+        state, _, more = apply_all(state, ev, CAT)
+        assert more == [] and has_pending(state)  # growth waits for the flush
+    [last] = pending_incidents(state)
+    assert last.id == opened[0].id
     assert (last.count, last.seq, last.code, last.severity) == (100_000, 10, "xid:95", CAT.xid[95].severity)
-    assert (last.first, last.last) == (events[0].time, events[-1].time)
+    assert (last.first, last.last, last.time) == (events[0].time, events[-1].time, events[-1].time)
+    assert pending_incidents(state) == []  # published: nothing until it grows again
+    state, _, _ = apply_all(state, kernel("xid", 0.5, xid=95, pci_bus_id=GPU), CAT)
+    assert [(i.count, i.seq) for i in pending_incidents(state)] == [(100_001, 11)]
 
 
 def test_an_unknown_code_is_an_unknown_severity_incident_never_dropped() -> None:
