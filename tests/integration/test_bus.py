@@ -177,3 +177,13 @@ async def test_a_batch_taken_by_a_dead_worker_is_redelivered_not_acknowledged_by
     async with asyncio.timeout(20):
         await successor.run(stop)
     assert set(seen) == {f"id-{i}" for i in range(10)}
+
+
+async def test_partition_of_is_the_partition_the_server_stores_a_node_under(nc: NATS) -> None:
+    js = nc.jetstream()
+    nodes = [f"node-{i}" for i in range(100)] + ["gpu.a b", "ñode", "x" * 60]
+    await bus.publish_messages(js, [(subjects.event_subject(n, "kmsg"), b"x", None) for n in nodes])
+    info = await js.stream_info(subjects.EVENTS.name, subjects_filter=">")
+    stored = {s.split(".")[3]: int(s.split(".")[5]) for s in info.state.subjects or {}}
+    assert {subjects.token(n): subjects.partition_of(n) for n in nodes} == stored
+    assert len(set(stored.values())) == subjects.PARTITIONS  # and they spread over all 16
