@@ -150,9 +150,14 @@ class RulesService:
         ]
         latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
         messages += [bus.kv_put(subjects.KV_HEALTH, k, encode(h)) for k, h in latest.items()]
-        messages += [bus.kv_put(subjects.KV_RULES, subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
-        # One round trip for all of it; nothing is acknowledged until every part is stored.
-        await bus.publish_messages(self.js, messages)
+        if messages:
+            await bus.publish_messages(self.js, messages)
+        # Only once every output is stored: the states that say these events were applied. Saved with
+        # the outputs, a partial failure could store the state and lose the outputs (the retry would
+        # find the events applied); and a large node state is encoded after its change went out.
+        await bus.publish_messages(
+            self.js, [bus.kv_put(subjects.KV_RULES, subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
+        )
         self.incidents_published += len(incidents)
         self.states_published += len(outputs)
 
