@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 import msgspec
 import nats.errors
@@ -25,6 +25,11 @@ from gpuhealth.jetstream import ConsumerGone, Puller, connection_of
 
 log = logging.getLogger("gpuhealth.bus")
 T = TypeVar("T")
+_VERSION = str(SCHEMA_VERSION)
+
+
+class _Refused(NamedTuple):
+    reason: str
 
 
 class Consumer(Generic[T]):
@@ -93,8 +98,10 @@ class Consumer(Generic[T]):
                 msgs += await self._linger(puller, len(msgs))
             good: list[T] = []
             for m in msgs:
-                item = await self._decode_or_dead_letter(m)
-                if item is not None:
+                item = self._decode(m)
+                if isinstance(item, _Refused):
+                    await self.dead_letter(m, item.reason)
+                else:
                     good.append(item)
             if not await self._handle_until_done(good, msgs, stop):
                 # Stopping with the batch unhandled: hand it back now rather than after ack_wait.
@@ -146,25 +153,21 @@ class Consumer(Generic[T]):
                 log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
                 await asyncio.sleep(1.0)
 
-    async def _decode_or_dead_letter(self, m: Msg) -> T | None:
-        version = (m.headers or {}).get(SCHEMA_HEADER, str(SCHEMA_VERSION))
-        reason = None
-        if version != str(SCHEMA_VERSION):
-            reason = f"unknown schema version {version!r} (this consumer reads {SCHEMA_VERSION})"
-        else:
-            try:
-                item = self.decoder.decode(m.data)
-            except (msgspec.DecodeError, msgspec.ValidationError) as e:
-                reason = f"undecodable: {e}"
-            else:
-                # Permissions let an agent publish only under its own node's subjects; a payload that names
-                # another node would still speak for it. The subject is what the server vouched for.
-                node = getattr(item, "node", None)
-                if node is None or subjects.token(node) == subjects.node_token_of(m.subject):
-                    return item
-                reason = f"the message names node {node!r} but came on {m.subject}: not trusted"
-        await self.dead_letter(m, reason)
-        return None
+    def _decode(self, m: Msg) -> T | _Refused:
+        """The message's item, or why it cannot be used (not a coroutine: this runs for every message)."""
+        version = (m.headers or {}).get(SCHEMA_HEADER, _VERSION)
+        if version != _VERSION:
+            return _Refused(f"unknown schema version {version!r} (this consumer reads {SCHEMA_VERSION})")
+        try:
+            item = self.decoder.decode(m.data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            return _Refused(f"undecodable: {e}")
+        # Permissions let an agent publish only under its own node's subjects; a payload that names
+        # another node would still speak for it. The subject is what the server vouched for.
+        node = getattr(item, "node", None)
+        if node is None or subjects.token(node) == subjects.node_token_of(m.subject):
+            return item
+        return _Refused(f"the message names node {node!r} but came on {m.subject}: not trusted")
 
     async def dead_letter(self, m: Msg, reason: str) -> None:
         self.dead_lettered += 1
