@@ -15,6 +15,9 @@
 - raw_js_two_consumers_msgs_per_s: the same raw publisher with two durable consumers of the
   stream, as the rules and the sink both read every event; bound_ratio = it / raw is what any
   two-stage pipeline in one Python process could reach against the same denominator.
+- *_cpu_us_per_*: CPU microseconds per message or event of this one Python process (all its
+  threads: chDB's inserts too) and of nats-server over each block, so the limit is in the figures:
+  the pipeline's process does a publisher's, two consumers', the rules' and the sink's work per event.
 - latency_p50_ms / latency_p99_ms: fatal Xid records written at 200/s to a real
   agent's kmsg FIFO, each on its own GPU so each changes a state, from the write
   to the health state received on its health subject (goal p99 ≤ 20 ms).
@@ -192,12 +195,40 @@ async def latency(url: str, root: Path, n: int) -> list[float]:
     return sorted((received[k] - written[k]) * 1000 for k in received)
 
 
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds used so far by this process (all its threads) or by another one."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Cpu:
+    """CPU microseconds per event of this process and of nats-server over a block: where the time goes."""
+
+    def __init__(self, nats: EmbeddedNats, n: int) -> None:
+        assert nats.proc is not None
+        self.pid, self.n = nats.proc.pid, n
+        self.python_us = self.nats_us = 0.0
+
+    def __enter__(self) -> Cpu:
+        self.start = (cpu_s(), cpu_s(self.pid))
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.python_us = round((cpu_s() - self.start[0]) / self.n * 1e6, 1)
+        self.nats_us = round((cpu_s(self.pid) - self.start[1]) / self.n * 1e6, 1)
+
+
 async def main(n_events: int, n_latency: int) -> None:
+    cpu: dict[str, Cpu] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         nats = EmbeddedNats(root / "raw-nats")
         url = await nats.start()
-        raw = await raw_jetstream(url, n_events, encode(kernel_event(1)))
+        with Cpu(nats, n_events) as cpu["raw"]:
+            raw = await raw_jetstream(url, n_events, encode(kernel_event(1)))
         raw2 = await raw_jetstream(url, n_events, encode(kernel_event(1)), consumers=2)
         await nats.stop()
 
@@ -207,7 +238,8 @@ async def main(n_events: int, n_latency: int) -> None:
             url = await nats.start()
             store = Store(f"chdb://{root / 'clickhouse'}", database=f"bench_{name}")
             await store.run(store.connect)
-            piped[name] = await pipeline(url, n_events, store, make)
+            with Cpu(nats, n_events) as cpu[name]:
+                piped[name] = await pipeline(url, n_events, store, make)
             await asyncio.get_running_loop().run_in_executor(None, store.close)
             await nats.stop()
 
@@ -222,6 +254,9 @@ async def main(n_events: int, n_latency: int) -> None:
         "pipeline_ratio": round(piped["worst"] / raw, 3),
         "pipeline_fleet_events_per_s": round(piped["fleet"]),
         "pipeline_fleet_ratio": round(piped["fleet"] / raw, 3),
+        "raw_cpu_us_per_msg": {"python": cpu["raw"].python_us, "nats_server": cpu["raw"].nats_us},
+        "pipeline_cpu_us_per_event": {"python": cpu["worst"].python_us, "nats_server": cpu["worst"].nats_us},
+        "pipeline_fleet_cpu_us_per_event": {"python": cpu["fleet"].python_us, "nats_server": cpu["fleet"].nats_us},
         "raw_js_two_consumers_msgs_per_s": round(raw2),
         "bound_ratio": round(raw2 / raw, 3),
         "latency_records": len(lat),

@@ -3,7 +3,8 @@
     python bench/run.py [BENCH ...]      (default: every bench/*.py but this one)
 
 Each bench prints its figures as one JSON object on its last line; this keeps
-the previous results of a bench that is not run this time.
+the previous results of a bench that is not run this time, and the hand-written
+section from KEPT on (before/after figures of optimisations) as it is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "RESULTS.md"
+KEPT = "## Before and after"
 
 
 def machine() -> str:
@@ -55,6 +57,18 @@ def previous() -> dict[str, dict[str, object]]:
     return {}
 
 
+def kept() -> list[str]:
+    """The hand-written section, up to the results line."""
+    if not RESULTS.exists():
+        return []
+    text = RESULTS.read_text()
+    start = text.find(f"\n{KEPT}")
+    if start < 0:
+        return []
+    section = text[start + 1 :].split("\n<!-- results: ")[0].rstrip("\n")
+    return [*section.splitlines(), ""]
+
+
 def main(names: list[str]) -> int:
     benches = [HERE / n for n in names] if names else sorted(p for p in HERE.glob("*.py") if p.name != "run.py")
     results = previous()
@@ -88,6 +102,7 @@ def main(names: list[str]) -> int:
         lines += [f"## {name}", "", f"{when}, commit {sha}", "", str(host), "", "| figure | value |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in figures.items() if not k.startswith("_")]
         lines.append("")
+    lines += kept()
     lines.append(f"<!-- results: {json.dumps(results)} -->")
     RESULTS.write_text("\n".join(lines) + "\n")
     print(f"wrote {RESULTS}")
