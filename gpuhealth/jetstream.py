@@ -191,12 +191,15 @@ _ACKS: weakref.WeakKeyDictionary[NATS, _Acks] = weakref.WeakKeyDictionary()
 
 async def _acks_of(nc: NATS) -> _Acks:
     acks = _ACKS.get(nc)
-    if acks is None:
+    if acks is None or acks.ready is None or _failed(acks.ready):  # a failed subscribe is tried again
         acks = _ACKS[nc] = _Acks(nc)
         acks.ready = asyncio.ensure_future(acks.start())
-    assert acks.ready is not None
     await asyncio.shield(acks.ready)  # the first caller subscribes; concurrent first callers wait for it
     return acks
+
+
+def _failed(task: asyncio.Task[None]) -> bool:
+    return task.done() and (task.cancelled() or task.exception() is not None)
 
 
 async def publish_all(nc: NATS, messages: Iterable[tuple[str, bytes, dict[str, str] | None]], timeout: float) -> None:
