@@ -3,8 +3,8 @@
 For each batch of events: apply the engine per node, publish the state
 changes on ``gpuhealth.v1.health.<node>.<component>`` (ids derived from the
 causing event, so a reprocessed batch publishes nothing new) and the incidents
-they opened, write the states to the health KV bucket, save the touched nodes'
-engine state, all in one round trip, and only then acknowledge. A crash
+they opened, and write the states to the health KV bucket, in one round trip;
+then save the touched nodes' engine state, and only then acknowledge. A crash
 anywhere in between redelivers the batch, which the engine recognises as
 already applied or recomputes identically.
 
@@ -163,8 +163,8 @@ class RulesService:
 
     async def flush_incidents(self) -> None:
         """Publish the latest update of every incident that grew. The states are saved with the next
-        batch, not here: after a crash the sweep at start publishes an update again, and the same
-        (incident, seq) is the same message id, which JetStream and the sink store once."""
+        batch, not here: after a crash the sweep at start publishes an update again, harmlessly: the
+        same (incident, seq) is the same message id, and the sink's table keeps one row per pair."""
         async with self._lock:
             growing, self._growing = self._growing, set()
             states = {n: s for n in growing if (s := await self._node(n)) is not None}
