@@ -201,7 +201,7 @@ def kv_put(bucket: str, key: str, value: bytes) -> Message:
 
 async def publish_messages(js: JetStreamContext, messages: Iterable[Message], *, timeout: float = 10.0) -> None:
     """Publish every message at once and wait until JetStream acknowledged all: one round trip
-    for a stage's whole output (stream messages and KV puts alike).
+    for any mix of stream messages and KV puts.
 
     Raises TimeoutError or a NATS error when any is not acknowledged; the caller
     retries the whole batch, which the ids make harmless."""
@@ -212,12 +212,6 @@ async def publish_messages(js: JetStreamContext, messages: Iterable[Message], *,
 async def publish_batch(js: JetStreamContext, items: Sequence[Item], *, timeout: float = 5.0) -> None:
     """Publish (subject, id, payload) items with ``Nats-Msg-Id`` = id; see publish_messages."""
     await publish_messages(js, (with_id(*item) for item in items), timeout=timeout)
-
-
-async def kv_put_many(js: JetStreamContext, bucket: str, entries: Sequence[tuple[str, bytes]], *,
-                      timeout: float = 10.0) -> None:  # fmt: skip
-    """Put many keys in one round trip instead of one awaited KeyValue.put after another."""
-    await publish_messages(js, (kv_put(bucket, key, value) for key, value in entries), timeout=timeout)
 
 
 async def publish_until_acked(

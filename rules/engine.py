@@ -103,9 +103,11 @@ def apply_all(
     return state, outputs, opened
 
 
-def has_pending(state: NodeState) -> bool:
-    """Whether an incident of the last event's grew and is not published yet."""
-    return any(state.faults[k].updates > state.faults[k].published for k in state.touched)
+def has_pending(state: NodeState, *, all_faults: bool = False) -> bool:
+    """Whether an incident the last event touched (or, with ``all_faults``, any incident) grew and
+    is not published yet."""
+    keys = state.faults.keys() if all_faults else state.touched
+    return any(state.faults[k].updates > state.faults[k].published for k in keys)
 
 
 def pending_incidents(state: NodeState) -> list[Incident]:

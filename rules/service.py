@@ -46,6 +46,11 @@ from rules.state import NodeState, decode_state, encode_state
 log = logging.getLogger("gpuhealth.rules")
 
 
+def _incident_message(i: Incident) -> bus.Message:
+    """One update of an incident: its id and seq make the message id, so a repeat is stored once."""
+    return bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
+
+
 class RulesService:
     """One rules instance. Alone, it reads every event through one durable consumer. With
     ``instances`` > 1, instance ``instance`` owns the partitions p (a hash of the node name, the
@@ -105,7 +110,7 @@ class RulesService:
                     continue  # deleted since listed
                 state = decode_state(entry.value)
                 mine = subjects.partition_of(state.node) in owned and state.node not in self.nodes
-                if mine and any(f.updates > f.published for f in state.faults.values()):
+                if mine and has_pending(state, all_faults=True):
                     self.nodes[state.node] = state
                     self._growing.add(state.node)
 
@@ -144,10 +149,7 @@ class RulesService:
             if has_pending(state):
                 self._growing.add(ev.node)
         messages = [bus.with_id(subjects.health_subject(h.node, h.component), h.id, encode(h)) for h in outputs]
-        messages += [
-            bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq), encode(i))
-            for i in incidents.values()
-        ]
+        messages += [_incident_message(i) for i in incidents.values()]
         latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
         messages += [bus.kv_put(subjects.KV_HEALTH, k, encode(h)) for k, h in latest.items()]
         if messages:
@@ -170,11 +172,7 @@ class RulesService:
             states = {n: s for n in growing if (s := await self._node(n)) is not None}
             try:
                 incidents = [i for s in states.values() for i in pending_incidents(s)]
-                await bus.publish_messages(self.js, [
-                    bus.with_id(subjects.incident_subject(i.node, i.component), derived_id(i.time, i.id, i.seq),
-                                encode(i))
-                    for i in incidents
-                ])  # fmt: skip
+                await bus.publish_messages(self.js, [_incident_message(i) for i in incidents])
                 self.incidents_published += len(incidents)
             except BaseException:
                 for n in states:  # marked published in memory only: reload, and try again next time

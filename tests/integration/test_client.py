@@ -12,13 +12,15 @@ from gpuhealth import bus, client, subjects
 async def test_a_bucket_read_during_writes_sees_every_key(nc: NATS, nats_url: str) -> None:
     js = nc.jetstream()
     keys = [f"node.comp.e{i}" for i in range(300)]
-    await bus.kv_put_many(js, subjects.KV_HEALTH, [(k, b"0") for k in keys])
+    await bus.publish_messages(js, [bus.kv_put(subjects.KV_HEALTH, k, b"0") for k in keys])
     stop = asyncio.Event()
 
     async def writer() -> None:  # the rules rewriting a seventh of the states, again and again
         i = 0
         while not stop.is_set():
-            await bus.kv_put_many(js, subjects.KV_HEALTH, [(k, str(i).encode()) for k in keys[i % 7 :: 7]])
+            await bus.publish_messages(
+                js, [bus.kv_put(subjects.KV_HEALTH, k, str(i).encode()) for k in keys[i % 7 :: 7]]
+            )
             i += 1
 
     task = asyncio.create_task(writer())
