@@ -4,6 +4,7 @@ reach systemd's notify socket."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import re
 import shutil
@@ -24,8 +25,12 @@ GPUCTL = str(Path(sys.executable).parent / "gpuctl")
 
 
 def exec_start(unit: Path) -> list[str]:
+    """The command line, without the `/usr/bin/env VAR=value` a unit may put before it."""
     [line] = [ln for ln in unit.read_text().splitlines() if ln.startswith("ExecStart=")]
-    return line.removeprefix("ExecStart=").split()
+    argv = line.removeprefix("ExecStart=").split()
+    if argv[0] == "/usr/bin/env":
+        argv = list(itertools.dropwhile(lambda a: "=" in a, argv[1:]))
+    return argv
 
 
 @pytest.mark.parametrize("unit", UNITS, ids=[u.name for u in UNITS])
