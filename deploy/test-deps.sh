@@ -1,10 +1,11 @@
 #!/usr/bin/env sh
 # System packages the test suite needs beyond pip: systemd-python builds against
 # libsystemd (pkg-config finds it), and the journald tests write real journal
-# files with systemd-journal-remote. Debian/Ubuntu; installs only what is missing.
+# files with systemd-journal-remote; systemd-analyze (package systemd) judges the units. Debian/Ubuntu; installs
+# only what is missing.
 set -eu
 need=""
-for pkg in libsystemd-dev pkg-config systemd-journal-remote; do
+for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 [ -z "$need" ] && exit 0
