@@ -27,7 +27,7 @@ log = logging.getLogger("gpuhealth.api")
 class Limits:
     workers: int = 8  # handlers are short and share the GIL: more threads would only cost memory
     max_connections: int = 512
-    backlog: int = 128
+    backlog: int = 511  # as nginx: a burst of 200 connects waits here, not in SYN retries a second apart
     idle_timeout: float = 5.0
     read_timeout: float = 5.0
     write_timeout: float = 30.0  # a write waits for the agent's event loop (up to 10 s)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import http.client
 import os
+import re
 import select
 import socket
 import time
@@ -26,6 +27,23 @@ def answer(sock: socket.socket) -> tuple[int | None, dict[str, str], bytes]:
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
     except (http.client.HTTPException, ConnectionError):
         return None, {}, b""
+
+
+def answers(sock: socket.socket, n: int) -> list[int]:
+    """The statuses of the next n responses on a kept-alive connection (one reader, so none is lost)."""
+    data, statuses = b"", []
+    while len(statuses) < n:
+        while b"\r\n\r\n" not in data:
+            more = sock.recv(65536)
+            assert more, f"closed after {statuses}"
+            data += more
+        head, _, data = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length: *([0-9]+)", head).group(1))  # type: ignore[union-attr]
+        while len(data) < length:
+            data += sock.recv(65536)
+        statuses.append(int(head.split(b" ", 2)[1]))
+        data = data[length:]
+    return statuses
 
 
 def exchange(address: str, raw: bytes, timeout: float = 10) -> tuple[int | None, dict[str, str], bytes]:
