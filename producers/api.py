@@ -201,8 +201,9 @@ class Actions:
 class Api:
     """The API on ``listen``; writes need ``token`` (api_auth), every request is bounded by ``limits``."""
 
-    def __init__(self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN, *, token: str,
-                 limits: Limits | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN, *, token: str, limits: Limits | None = None
+    ) -> None:
         host, _, port = listen.rpartition(":")
         self.view, self.actions, self.token = view, actions, token
         handler = type("Handler", (_Handler,), {"api": self})
@@ -251,8 +252,11 @@ class _Handler(GuardedHandler):
         if not methods:
             self.respond(404, {"error": f"no such endpoint {path}"})
             return
-        self.respond(405, {"error": f"{self.command} is not allowed on {path}: {', '.join(methods)}"},
-                     headers={"Allow": ", ".join(methods)})  # fmt: skip
+        self.respond(
+            405,
+            {"error": f"{self.command} is not allowed on {path}: {', '.join(methods)}"},
+            headers={"Allow": ", ".join(methods)},
+        )
 
     def __getattr__(self, name: str) -> Any:
         # The stdlib answers a method without a do_* with 501; an API says 405 and what is allowed.
@@ -306,8 +310,11 @@ class _Handler(GuardedHandler):
         # Every write needs the token, checked before anything of the request is read or routed.
         refused = check_bearer(self.headers, self.api.token)
         if refused == 401:
-            raise ClientError(401, "writes need the agent's token: Authorization: Bearer <token>",
-                              {"WWW-Authenticate": 'Bearer realm="gpuhealth"'})  # fmt: skip
+            raise ClientError(
+                401,
+                "writes need the agent's token: Authorization: Bearer <token>",
+                {"WWW-Authenticate": 'Bearer realm="gpuhealth"'},
+            )
         if refused:
             raise ClientError(403, "the token is wrong")
         url = urlsplit(self.path)

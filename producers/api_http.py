@@ -151,8 +151,9 @@ class GuardedHandler(BaseHTTPRequestHandler):
         self.conn.deadline = time.monotonic() + self.limits.write_timeout
         super().send_response(code, message)
 
-    def respond(self, code: int, body: Any, content_type: str = "application/json",
-                headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def respond(
+        self, code: int, body: Any, content_type: str = "application/json", headers: dict[str, str] | None = None
+    ) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
@@ -168,8 +169,15 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def refuse(self, e: ClientError) -> None:
         """A client's error: its answer and one log line."""
         level = logging.WARNING if e.status in (401, 403) else logging.DEBUG
-        throttled_log(level, "api %s: %s %s refused with %d: %s", self.client_address[0], self.command,
-                      self.path[:200], e.status, e.message)  # fmt: skip
+        throttled_log(
+            level,
+            "api %s: %s %s refused with %d: %s",
+            self.client_address[0],
+            self.command,
+            self.path[:200],
+            e.status,
+            e.message,
+        )
         self.respond(e.status, {"error": e.message}, headers=e.headers)
 
     def read_body(self) -> bytes:

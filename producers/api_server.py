@@ -45,8 +45,9 @@ class Server:
         self._stop = threading.Event()
         self._accepting = False
         self._threads = [threading.Thread(target=self._select_loop, name="api-select", daemon=True)]
-        self._threads += [threading.Thread(target=self._work, name=f"api-{i}", daemon=True)
-                          for i in range(limits.workers)]  # fmt: skip
+        self._threads += [
+            threading.Thread(target=self._work, name=f"api-{i}", daemon=True) for i in range(limits.workers)
+        ]
         self._drop = bytearray(65536)
 
     def start(self) -> None:

@@ -121,9 +121,25 @@ print(json.dumps({"read": read, "codes": codes}))
 
 def test_an_unprivileged_user_can_neither_read_the_token_nor_write(stack: Up) -> None:
     inject_xid(stack, 79, "0000:06:00")
-    r = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", sys.executable, "-I",
-                        "-c", UNPRIVILEGED, address(stack), str(token_file(stack))],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [
+            "setpriv",
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            sys.executable,
+            "-I",
+            "-c",
+            UNPRIVILEGED,
+            address(stack),
+            str(token_file(stack)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"read": "PermissionError", "codes": [401, 403]}
     time.sleep(1)
@@ -182,8 +198,10 @@ def test_a_flood_is_served_promptly_and_events_still_flow(stack: Up) -> None:
     _, peak = rawhttp.rss_mb(pid)
     seconds = [s for s, _ in results]
     p50, p99 = rawhttp.percentile(seconds, 0.5), rawhttp.percentile(seconds, 0.99)
-    print(f"2000 GETs at 200 concurrent in {took:.1f}s: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
-          f"max {max(seconds) * 1000:.0f} ms; agent RSS {before:.1f} MB, peak {peak:.1f} MB")  # fmt: skip
+    print(
+        f"2000 GETs at 200 concurrent in {took:.1f}s: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, "
+        f"max {max(seconds) * 1000:.0f} ms; agent RSS {before:.1f} MB, peak {peak:.1f} MB"
+    )
     assert [c for _, c in results].count(200) == 2000
     assert p99 < 1.0
     assert peak - before < GROWTH_MB

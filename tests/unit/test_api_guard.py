@@ -27,8 +27,13 @@ CLEAR = "/v1/health-states/set-healthy?components=accelerator-nvidia-error-xid"
 @pytest.fixture
 def api() -> Iterator[tuple[str, Recorder]]:
     rec = Recorder()
-    server = Api(view(), Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy),
-                 "127.0.0.1:0", token=TOKEN, limits=LIMITS)  # fmt: skip
+    server = Api(
+        view(),
+        Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy),
+        "127.0.0.1:0",
+        token=TOKEN,
+        limits=LIMITS,
+    )
     server.start()
     try:
         yield server.address, rec
@@ -41,7 +46,9 @@ def post_head(path: str, framing: str, auth: str | None = f"Bearer {TOKEN}", ext
     return f"POST {path} HTTP/1.1\r\nHost: x\r\n{authorization}{extra}{framing}\r\n\r\n".encode()
 
 
-def post(address: str, path: str, body: bytes, auth: str | None = f"Bearer {TOKEN}") -> tuple[int | None, dict[str, str], bytes]:  # fmt: skip
+def post(
+    address: str, path: str, body: bytes, auth: str | None = f"Bearer {TOKEN}"
+) -> tuple[int | None, dict[str, str], bytes]:
     return rawhttp.exchange(address, post_head(path, f"Content-Length: {len(body)}", auth) + body)
 
 
@@ -234,8 +241,13 @@ def test_a_slow_client_is_dropped_at_its_deadline(api: tuple[str, Recorder]) -> 
 def test_connections_beyond_the_cap_wait_and_are_then_served() -> None:
     rec = Recorder()
     limits = Limits(workers=1, max_connections=4, idle_timeout=1.0, read_timeout=1.0)
-    server = Api(view(), Actions(allow_inject=False, inject=rec.inject, set_healthy=rec.set_healthy),
-                 "127.0.0.1:0", token=TOKEN, limits=limits)  # fmt: skip
+    server = Api(
+        view(),
+        Actions(allow_inject=False, inject=rec.inject, set_healthy=rec.set_healthy),
+        "127.0.0.1:0",
+        token=TOKEN,
+        limits=limits,
+    )
     server.start()
     try:
         idle = [rawhttp.connect(server.address) for _ in range(limits.max_connections)]
