@@ -18,7 +18,10 @@ import socket
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 log = logging.getLogger("gpuhealth.api")
 
@@ -26,7 +29,7 @@ log = logging.getLogger("gpuhealth.api")
 @dataclass(frozen=True)
 class Limits:
     workers: int = 8  # handlers are short and share the GIL: more threads would only cost memory
-    max_connections: int = 512
+    max_connections: int = 256  # each may hold up to max_head bytes of a head in arrival
     backlog: int = 511  # as nginx: a burst of 200 connects waits here, not in SYN retries a second apart
     idle_timeout: float = 5.0
     read_timeout: float = 5.0
@@ -71,29 +74,62 @@ def check_depth(data: bytes, limit: int) -> None:
             depth -= 1
 
 
+class _SocketReader(io.RawIOBase):
+    """The socket, after the bytes already read from it (by the selector: a request's head)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.early = sock, bytearray()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int | None:
+        out = memoryview(buffer).cast("B")
+        if self.early:
+            n = min(len(out), len(self.early))
+            out[:n] = self.early[:n]
+            del self.early[:n]
+            return n
+        try:
+            return self.sock.recv_into(out)
+        except BlockingIOError:
+            return None  # nothing yet on a socket in non-blocking mode
+
+
 class Connection:
-    """One client's socket and buffered reader, kept across the requests of a kept-alive connection."""
+    """One client's socket and reader, kept across the requests of a kept-alive connection."""
 
     def __init__(self, sock: socket.socket, address: Any) -> None:
         self.sock, self.address = sock, address
-        self.rfile = sock.makefile("rb")
+        self.raw = _SocketReader(sock)
+        self.rfile = io.BufferedReader(self.raw)
         self.wfile = sock.makefile("wb")
         self.deadline = 0.0
         self.busy = False  # a worker has it
         self.draining = False  # refused with its body unread: what still comes is read and dropped
         self.drained = 0
         self.shut = False
+        self._scanned = 0
 
-    def pending(self) -> bool:
-        """Whether the next request's bytes are already buffered (a pipelining client), without waiting."""
+    def head_arrived(self, max_head: int) -> bool:
+        """Whether the selector holds a whole request head (or more than one may be): a worker may take it."""
+        early = self.raw.early
+        start, self._scanned = max(0, self._scanned - 3), len(early)
+        return early.find(b"\r\n\r\n", start) >= 0 or early.find(b"\n\n", start) >= 0 or len(early) >= max_head
+
+    def unread(self) -> None:
+        """Put what the reader holds (a pipelined next request) back in front of the socket, for the selector."""
         timeout = self.sock.gettimeout()
         self.sock.setblocking(False)
         try:
-            return bool(self.rfile.peek(1))
+            held = self.rfile.peek(1 << 16)
+            self.rfile.read(len(held))
         except OSError:
-            return False
+            held = b""
         finally:
             self.sock.settimeout(timeout)
+        self.raw.early[:0] = held
+        self._scanned = 0
 
     def close(self) -> None:
         for f in (self.rfile, self.wfile):

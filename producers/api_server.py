@@ -1,10 +1,12 @@
 """The local API's listener: a selector thread, a fixed pool of workers, and a deadline on every connection.
 
-- The selector thread accepts connections and keeps those with nothing to say (new, kept alive, or being
-  drained after a refusal); the workers handle requests that have arrived. An idle or kept-alive connection
-  holds no thread, and 200 concurrent clients wait in a queue, not on a backlog of 5.
-- A connection idle for ``idle_timeout`` is closed; a request must arrive whole within ``read_timeout`` and
-  be answered within ``write_timeout``, else its socket is shut down under its worker.
+- The selector thread accepts connections and keeps them until a whole request head has arrived (new, kept
+  alive, trickling a head in, or being drained after a refusal); the workers handle requests whose head is
+  here. An idle, kept-alive or slow connection holds no thread, and 200 concurrent clients wait in a queue,
+  not on a backlog of 5.
+- A connection idle for ``idle_timeout`` is closed; a request's head must arrive within ``read_timeout`` of
+  its first byte, its body within ``read_timeout`` of its head, and its answer go within ``write_timeout``,
+  else the connection is closed (or its socket shut down under its worker).
 - At most ``max_connections`` are open; beyond that new ones wait in the kernel's backlog (``backlog``).
 
 What one request may hold (its head, body and JSON) is ``api_http``'s.
@@ -48,7 +50,7 @@ class Server:
         self._threads += [
             threading.Thread(target=self._work, name=f"api-{i}", daemon=True) for i in range(limits.workers)
         ]
-        self._drop = bytearray(65536)
+        self._scratch = bytearray(65536)
 
     def start(self) -> None:
         self._selector.register(self._wake_r, selectors.EVENT_READ)
@@ -87,22 +89,34 @@ class Server:
 
     def _select_loop(self) -> None:
         while not self._stop.is_set():
-            for key, _ in self._selector.select(timeout=0.25):
-                if key.fileobj is self.sock:
-                    self._accept()
-                elif key.fileobj is self._wake_r:
-                    with contextlib.suppress(OSError):
-                        self._wake_r.recv(4096)
-                else:
-                    self._readable(key.data)
-            while True:
-                try:
-                    conn = self._back.get_nowait()
-                except queue.Empty:
-                    break
-                conn.sock.setblocking(False)
+            try:
+                self._select_once()
+            except Exception:  # a bug here would silence the API: log it and go on
+                log.exception("api: the selector failed")
+                time.sleep(0.1)
+
+    def _select_once(self) -> None:
+        for key, _ in self._selector.select(timeout=0.25):
+            if key.fileobj is self.sock:
+                self._accept()
+            elif key.fileobj is self._wake_r:
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(4096)
+            else:
+                self._readable(key.data)
+        while True:
+            try:
+                conn = self._back.get_nowait()
+            except queue.Empty:
+                break
+            if conn.sock.fileno() < 0:  # closed meanwhile (the server is closing)
+                continue
+            conn.sock.setblocking(False)
+            if not conn.draining and conn.head_arrived(self.limits.max_head):
+                self._dispatch(conn)  # a pipelined request, already read
+            else:
                 self._selector.register(conn.sock, selectors.EVENT_READ, conn)
-            self._sweep()
+        self._sweep()
 
     def _accept(self) -> None:
         for _ in range(64):  # a burst, then the other connections get their turn
@@ -128,7 +142,7 @@ class Server:
     def _readable(self, conn: Connection) -> None:
         if conn.draining:
             try:
-                n = conn.sock.recv_into(self._drop)
+                n = conn.sock.recv_into(self._scratch)
             except BlockingIOError:
                 return
             except OSError:
@@ -137,9 +151,26 @@ class Server:
             if n == 0 or conn.drained > self.limits.linger_bytes:
                 self._forget(conn)
             return
-        self._selector.unregister(conn.sock)
+        early = conn.raw.early
+        try:  # the head is read here, however slowly it comes: a worker only takes whole heads
+            n = conn.sock.recv_into(self._scratch, max(1, self.limits.max_head - len(early)))
+        except BlockingIOError:
+            return
+        except OSError:
+            n = 0
+        if n == 0:  # closed, or reset, before a request
+            self._forget(conn)
+            return
+        if not early:  # the head's clock starts at its first byte
+            conn.deadline = time.monotonic() + self.limits.read_timeout
+        early += self._scratch[:n]
+        if conn.head_arrived(self.limits.max_head):
+            self._selector.unregister(conn.sock)
+            self._dispatch(conn)
+
+    def _dispatch(self, conn: Connection) -> None:
         conn.sock.settimeout(self.limits.read_timeout)  # each read or write; the deadline bounds the whole
-        conn.deadline = time.monotonic() + self.limits.read_timeout
+        conn.deadline = float("inf")  # waiting for a worker is not the client's slowness: its clock starts there
         conn.busy = True
         self._ready.put(conn)
 
@@ -176,6 +207,7 @@ class Server:
 
     def _work(self) -> None:
         while (conn := self._ready.get()) is not None:
+            conn.deadline = time.monotonic() + self.limits.read_timeout
             keep, linger = False, False
             try:
                 keep, linger = self._serve(conn)
@@ -183,7 +215,6 @@ class Server:
                 log.debug("api %s: connection dropped: %s", conn.address[0], e)
             except Exception:
                 log.exception("api %s: the request failed", conn.address[0])
-            conn.busy = False
             if self._stop.is_set() or conn.shut:
                 keep = linger = False
             if linger:
@@ -194,6 +225,7 @@ class Server:
                 conn.deadline = time.monotonic() + self.limits.linger
             elif keep:
                 conn.deadline = time.monotonic() + self.limits.idle_timeout
+            conn.busy = False  # after its new deadline: the sweep must not see the old one on an idle connection
             if keep or linger:
                 self._back.put(conn)
                 with contextlib.suppress(OSError):
@@ -204,12 +236,10 @@ class Server:
                 conn.close()
 
     def _serve(self, conn: Connection) -> tuple[bool, bool]:
-        """Requests on this connection while they keep coming: (keep it, linger on a refused body)."""
-        while True:
-            h = self.handler(conn, self.limits)
-            h.handle_one_request()
-            if h.close_connection:
-                return False, h.body_unread
-            if not conn.pending():
-                return True, False
-            conn.deadline = time.monotonic() + self.limits.read_timeout
+        """One request: (keep the connection for the next, linger because a refused body was not read)."""
+        h = self.handler(conn, self.limits)
+        h.handle_one_request()
+        if h.close_connection:
+            return False, h.body_unread
+        conn.unread()  # a pipelined next request goes back to the selector, which waits for its whole head
+        return True, False

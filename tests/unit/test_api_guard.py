@@ -219,23 +219,33 @@ def test_kept_alive_connections_are_reused_then_dropped_and_hold_no_worker(api: 
             s.close()
 
 
-def test_a_slow_client_is_dropped_at_its_deadline(api: tuple[str, Recorder]) -> None:
+def test_slow_clients_hold_no_worker_and_are_dropped_at_their_deadline(api: tuple[str, Recorder]) -> None:
     address, _ = api
-    with rawhttp.connect(address) as s:
-        t = time.monotonic()
-        dropped = None
-        for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X: y\r\n" * 100:  # a byte every 0.2 s
-            try:
-                s.sendall(bytes([byte]))
-            except OSError:
-                dropped = time.monotonic() - t
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + b"X: y\r\n" * 100
+    slow = [rawhttp.connect(address) for _ in range(10)]  # five times the workers, a byte each every 0.2 s
+    t, dropped = time.monotonic(), {}
+    try:
+        for i in range(len(head)):
+            for k, s in enumerate(slow):
+                if k in dropped:
+                    continue
+                try:
+                    s.sendall(head[i : i + 1])
+                except OSError:
+                    dropped[k] = time.monotonic() - t
+                    continue
+                if rawhttp.closed_by_peer(s):
+                    dropped[k] = time.monotonic() - t
+                s.setblocking(True)
+            if i == 1:
+                assert healthz(address) < 0.5  # while all ten trickle their heads in
+            if len(dropped) == len(slow):
                 break
-            if rawhttp.closed_by_peer(s):
-                dropped = time.monotonic() - t
-                break
-            s.setblocking(True)
             time.sleep(0.2)
-    assert dropped is not None and dropped < LIMITS.read_timeout + 1.0
+    finally:
+        for s in slow:
+            s.close()
+    assert len(dropped) == len(slow) and max(dropped.values()) < LIMITS.read_timeout + 1.0
 
 
 def test_connections_beyond_the_cap_wait_and_are_then_served() -> None:
@@ -255,6 +265,31 @@ def test_connections_beyond_the_cap_wait_and_are_then_served() -> None:
         assert healthz(server.address) < limits.idle_timeout + 1.0  # queued in the backlog until the idle go
         assert time.monotonic() - t > 0.5  # it did wait for them
         for s in idle:
+            s.close()
+    finally:
+        server.close()
+
+
+def test_a_request_queued_behind_a_busy_worker_waits_its_turn() -> None:
+    rec = Recorder()
+    limits = Limits(workers=1, idle_timeout=1.0, read_timeout=1.0)
+    server = Api(
+        view(),
+        Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy),
+        "127.0.0.1:0",
+        token=TOKEN,
+        limits=limits,
+    )
+    server.start()
+    try:
+        slow = [rawhttp.connect(server.address) for _ in range(2)]
+        for s in slow:  # the one worker waits, twice in turn, for a body that never comes whole
+            s.sendall(post_head("/inject-fault", "Content-Length: 100") + b"{")
+        time.sleep(0.2)
+        t = time.monotonic()
+        assert healthz(server.address) < 2 * limits.read_timeout + 1.0  # answered once the worker is free
+        assert time.monotonic() - t > 1.0  # (it did wait, longer than its own read timeout)
+        for s in slow:
             s.close()
     finally:
         server.close()
