@@ -28,6 +28,8 @@ log = logging.getLogger("gpuhealth.api")
 
 @dataclass(frozen=True)
 class Limits:
+    """What the API gives any one client, and all of them together (seconds, bytes, counts)."""
+
     workers: int = 8  # handlers are short and share the GIL: more threads would only cost memory
     max_connections: int = 256  # each may hold up to max_head bytes of a head in arrival
     backlog: int = 511  # as nginx: a burst of 200 connects waits here, not in SYN retries a second apart
@@ -281,18 +283,19 @@ class GuardedHandler(BaseHTTPRequestHandler):
         raise ClientError(400, "bad chunk trailers")
 
 
-_last_warning = [0.0, 0]  # when a warning was last logged, and how many were dropped since
+class _Throttle:
+    last, dropped = 0.0, 0  # when a warning was last logged, and how many were made debug lines since
 
 
 def throttled_log(level: int, msg: str, *args: Any) -> None:
     """Warnings about clients, at most one a second: a local process must not be able to flood the journal."""
     if level >= logging.WARNING:
         now = time.monotonic()
-        if now - _last_warning[0] < 1.0:
-            _last_warning[1] += 1
+        if now - _Throttle.last < 1.0:
+            _Throttle.dropped += 1
             level = logging.DEBUG
         else:
-            if _last_warning[1]:
-                msg += f" ({_last_warning[1]} more refusals in between)"
-            _last_warning[:] = [now, 0]
+            if _Throttle.dropped:
+                msg += f" ({_Throttle.dropped} more since, logged at debug level)"
+            _Throttle.last, _Throttle.dropped = now, 0
     log.log(level, msg, *args)

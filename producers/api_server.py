@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 
-from producers.api_http import Connection, GuardedHandler, Limits
+from producers.api_http import Connection, GuardedHandler, Limits, throttled_log
 
 log = logging.getLogger("gpuhealth.api")
 
@@ -125,7 +125,7 @@ class Server:
             except BlockingIOError:
                 return
             except OSError as e:  # out of descriptors: stop accepting until some close
-                log.warning("api: accept failed: %s", e)
+                throttled_log(logging.WARNING, "api: accept failed: %s", e)
                 self._set_accepting(False)
                 return
             conn = Connection(sock, address)
