@@ -12,7 +12,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -154,35 +154,47 @@ def test_deeply_nested_json_is_refused_and_the_agent_answers(stack: Up) -> None:
 
 
 @pytest.mark.parametrize(
-    ("framing", "chunks", "expected"),
+    ("framing", "chunks", "with_token", "expected"),
     [
-        ("Content-Length: -1", rawhttp.megabytes, 400),
-        ("Content-Length: lots", rawhttp.megabytes, 400),
-        ("Content-Length: 209715200", rawhttp.megabytes, 413),
-        ("Transfer-Encoding: chunked", rawhttp.chunked, 413),
+        ("Content-Length: -1", rawhttp.megabytes, False, 401),  # as found: anyone, a length of -1, 200 MB
+        ("Content-Length: -1", rawhttp.megabytes, True, 400),
+        ("Content-Length: lots", rawhttp.megabytes, True, 400),
+        ("Content-Length: 209715200", rawhttp.megabytes, True, 413),
+        ("Transfer-Encoding: chunked", rawhttp.chunked, False, 401),
+        ("Transfer-Encoding: chunked", rawhttp.chunked, True, 413),
     ],
 )
-def test_a_200_mb_body_is_refused_unread(stack: Up, framing: str, chunks: object, expected: int) -> None:
-    token = token_file(stack).read_text().strip()
+def test_a_200_mb_body_is_refused_unread(
+    stack: Up, framing: str, chunks: Callable[[int], Iterable[bytes]], with_token: bool, expected: int
+) -> None:
+    auth = f"Authorization: Bearer {token_file(stack).read_text().strip()}\r\n" if with_token else ""
     pid = agent_pid(stack)
     before, _ = rawhttp.rss_mb(pid)
     rawhttp.reset_peak(pid)
-    head = (f"POST /inject-fault HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n{framing}\r\n\r\n").encode()
-    status, sent = rawhttp.push(address(stack), head, chunks(200))  # type: ignore[operator]
+    head = f"POST /inject-fault HTTP/1.1\r\nHost: x\r\n{auth}{framing}\r\n\r\n".encode()
+    status, sent = rawhttp.push(address(stack), head, chunks(200))
     _, peak = rawhttp.rss_mb(pid)
-    print(f"{framing}: {status} after {sent / 2**20:.0f} MiB sent; agent RSS {before:.1f} MB, peak {peak:.1f} MB")
+    print(
+        f"{framing}, token {with_token}: {status} after {sent / 2**20:.0f} of 200 MiB sent; "
+        f"agent RSS {before:.1f} MB, peak {peak:.1f} MB"
+    )
     assert status == expected
     assert peak - before < GROWTH_MB
     assert healthz_seconds(stack) < 1
 
 
 def test_idle_connections_are_dropped_and_others_served_meanwhile(stack: Up) -> None:
+    pid = agent_pid(stack)
+    threads = rawhttp.threads(pid)
+    t = time.monotonic()
     idle = [rawhttp.connect(address(stack)) for _ in range(50)]
     try:
-        t = time.monotonic()
         assert healthz_seconds(stack) < 1
+        assert rawhttp.threads(pid) <= threads  # they hold no thread (they held one each)
         wait_for(lambda: all(rawhttp.closed_by_peer(s) for s in idle), timeout=10)
-        print(f"50 idle connections dropped after {time.monotonic() - t:.1f}s")
+        dropped = time.monotonic() - t
+        print(f"50 idle connections dropped after {dropped:.1f}s; agent threads {threads}")
+        assert dropped < 10
     finally:
         for s in idle:
             s.close()
