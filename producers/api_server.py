@@ -7,7 +7,8 @@
 - A connection idle for ``idle_timeout`` is closed; a request's head must arrive within ``read_timeout`` of
   its first byte, its body within ``read_timeout`` of its head, and its answer go within ``write_timeout``,
   else the connection is closed (or its socket shut down under its worker).
-- At most ``max_connections`` are open; beyond that new ones wait in the kernel's backlog (``backlog``).
+- At most ``max_connections`` are open; at the cap a new one closes the connection idle the longest, and
+  only when all are at work do new ones wait in the kernel's backlog (``backlog``).
 
 What one request may hold (its head, body and JSON) is ``api_http``'s.
 """
@@ -67,9 +68,10 @@ class Server:
                 self._shut(conn)
         for _ in range(self.limits.workers):
             self._ready.put(None)
+        deadline = time.monotonic() + 2.0  # the agent's shutdown waits on this: a stuck worker is left behind
         for t in self._threads:
             if t.is_alive():
-                t.join(5)
+                t.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             for conn in self._open:
                 conn.close()
@@ -120,6 +122,9 @@ class Server:
 
     def _accept(self) -> None:
         for _ in range(64):  # a burst, then the other connections get their turn
+            if not self._make_room():
+                self._set_accepting(False)  # every connection is at work: new ones wait in the backlog
+                return
             try:
                 sock, address = self.sock.accept()
             except BlockingIOError:
@@ -133,11 +138,19 @@ class Server:
             conn.deadline = time.monotonic() + self.limits.idle_timeout
             with self._lock:
                 self._open.add(conn)
-                full = len(self._open) >= self.limits.max_connections
             self._selector.register(sock, selectors.EVENT_READ, conn)
-            if full:
-                self._set_accepting(False)
-                return
+
+    def _make_room(self) -> bool:
+        """Below the cap, or made so by closing the connection that waited longest for nothing: a process
+        holding every connection open must not lock the others out for good (they evict its connections)."""
+        with self._lock:
+            if len(self._open) < self.limits.max_connections:
+                return True
+            waiting = [c for c in self._open if not c.busy]
+        if not waiting:
+            return False
+        self._forget(min(waiting, key=lambda c: c.deadline))
+        return True
 
     def _readable(self, conn: Connection) -> None:
         if conn.draining:
