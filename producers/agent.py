@@ -40,7 +40,7 @@ from gpuhealth.events import (
     now_ns,
 )
 from producers import api as api_mod
-from producers import check_spec, checks, host, injections, journald, poller, sysfs
+from producers import api_auth, check_spec, checks, host, injections, journald, poller, sysfs
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
@@ -216,7 +216,7 @@ async def run(args: argparse.Namespace) -> int:
     init_failed = [r.component for r in await runner.run_init() if r.verdict()[0] != "Healthy"]
     if init_failed:
         log.error("init checks failed: %s (see their health states)", ", ".join(init_failed))
-    api = await start_api(args, nc, js, identity, view, publish)
+    api = await start_api(args, nc, js, identity, view, publish, state_dir)
     for state in (sysfs_state, host_state):
         state.saved.unacked.clear()
         state.save()
@@ -313,8 +313,9 @@ Publisher = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
 
 
 async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeIdentity, view: api_mod.View,
-                    publish: Publisher) -> api_mod.Api | None:  # fmt: skip
-    """The local API, fed with this node's health states (the KV bucket, then the health subject)."""
+                    publish: Publisher, state_dir: Path) -> api_mod.Api | None:  # fmt: skip
+    """The local API, fed with this node's health states (the KV bucket, then the health subject); its writes
+    need the token in ``state_dir``/api-token."""
     if args.api_listen in ("", "off"):
         return None
     loop = asyncio.get_running_loop()
@@ -344,8 +345,9 @@ async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeI
     gpus = view.inventory.gpus if view.inventory else []
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
                               default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
+    token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
     try:
-        server = api_mod.Api(view, actions, args.api_listen)
+        server = api_mod.Api(view, actions, args.api_listen, token=token)
     except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
         log.error("local API not started on %s: %s", args.api_listen, e)
         return None

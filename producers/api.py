@@ -5,11 +5,14 @@ Tools written for GPUd's API (port 15132: ``/healthz``, ``/machine-info``,
 /inject-fault``, ``POST /v1/health-states/set-healthy``) read ours unchanged;
 ``/openapi.json`` describes it and ``/metrics`` is Prometheus text.
 
-It is served by the standard library's threading HTTP server on its own
-threads: the agent stays lean, and a slow client never touches the event loop.
-What it shows is a ``View`` the agent keeps current: the health states of this
-node (the rules publish them; the agent listens on its own health subject),
-the events and metric batches it published lately, its identity and inventory.
+Reads are open, as GPUd has them; every write needs the bearer token that only
+the agent's user can read (``api_auth``). It is served on threads of its own
+(``api_http``: a selector and a small pool, every request bounded in size and
+time), so the agent stays lean and a slow or hostile client never touches the
+event loop. What it shows is a ``View`` the agent keeps current: the health
+states of this node (the rules publish them; the agent listens on its own
+health subject), the events and metric batches it published lately, its
+identity and inventory.
 """
 
 from __future__ import annotations
@@ -17,13 +20,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime as dt
-import json
 import logging
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -44,7 +45,10 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
+from producers.api_auth import check_bearer
 from producers.api_doc import COMPONENT_LIST, OPENAPI, PRIORITIES
+from producers.api_http import ClientError, GuardedHandler, Limits
+from producers.api_server import Server
 
 log = logging.getLogger("gpuhealth.api")
 
@@ -195,23 +199,24 @@ class Actions:
 
 
 class Api:
-    def __init__(self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN) -> None:
+    """The API on ``listen``; writes need ``token`` (api_auth), every request is bounded by ``limits``."""
+
+    def __init__(
+        self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN, *, token: str, limits: Limits | None = None
+    ) -> None:
         host, _, port = listen.rpartition(":")
-        self.view, self.actions = view, actions
+        self.view, self.actions, self.token = view, actions, token
         handler = type("Handler", (_Handler,), {"api": self})
-        self.server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
-        self.server.daemon_threads = True
-        bound_host, bound_port = self.server.server_address[:2]
-        self.address = f"{bound_host!s}:{bound_port}"
-        self._thread = threading.Thread(target=self.server.serve_forever, name="api", daemon=True)
+        self.server = Server(host.strip("[]") or "127.0.0.1", int(port), handler, limits or Limits())
+        bound_host, bound_port = self.server.address
+        self.address = f"{bound_host}:{bound_port}" if ":" not in bound_host else f"[{bound_host}]:{bound_port}"
 
     def start(self) -> None:
-        self._thread.start()
-        log.info("local API on http://%s", self.address)
+        self.server.start()
+        log.info("local API on http://%s (writes need the bearer token)", self.address)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.close()
 
 
 MAX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z
@@ -235,41 +240,23 @@ def _time_param(values: list[str] | None, default: int) -> int:
             pass  # a date that does not exist (2026-02-30)
         else:
             return min(max(int(t * 1e9), 0), MAX_NS)  # before 1970 or after 9999 means "from the start" / "on"
-    raise BadRequest(f"bad time {text!r}: RFC 3339 or unix seconds")
+    raise ClientError(400, f"bad time {text!r}: RFC 3339 or unix seconds")
 
 
-class BadRequest(Exception):
-    pass
-
-
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GuardedHandler):
     api: Api
-    server_version = "gpuhealth"
-
-    def log_message(self, format: str, *args: Any) -> None:  # the stdlib's name
-        log.debug("api: " + format, *args)
-
-    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _not_allowed(self) -> None:
         path = urlsplit(self.path).path
         methods = [m.upper() for m in OPENAPI["paths"].get(path, {})]
         if not methods:
-            self._send(404, {"error": f"no such endpoint {path}"})
+            self.respond(404, {"error": f"no such endpoint {path}"})
             return
-        body = json.dumps({"error": f"{self.command} is not allowed on {path}: {', '.join(methods)}"}).encode()
-        self.send_response(405)
-        self.send_header("Allow", ", ".join(methods))
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.respond(
+            405,
+            {"error": f"{self.command} is not allowed on {path}: {', '.join(methods)}"},
+            headers={"Allow": ", ".join(methods)},
+        )
 
     def __getattr__(self, name: str) -> Any:
         # The stdlib answers a method without a do_* with 501; an API says 405 and what is allowed.
@@ -278,6 +265,18 @@ class _Handler(BaseHTTPRequestHandler):
         raise AttributeError(name)
 
     def do_GET(self) -> None:  # the stdlib's name
+        try:
+            self._get()
+        except ClientError as e:
+            self.refuse(e)
+
+    def do_POST(self) -> None:  # the stdlib's name
+        try:
+            self._post()
+        except ClientError as e:
+            self.refuse(e)
+
+    def _get(self) -> None:
         url = urlsplit(self.path)
         if url.path in OPENAPI["paths"] and "get" not in OPENAPI["paths"][url.path]:
             self._not_allowed()
@@ -286,60 +285,64 @@ class _Handler(BaseHTTPRequestHandler):
         components = {c for v in q.get("components", []) for c in v.split(",") if c} or None
         view = self.api.view
         now = int(dt.datetime.now(dt.UTC).timestamp() * 1e9)
-        try:
-            if url.path == "/healthz":
-                self._send(200, {"status": "ok", "version": "v1"})
-            elif url.path == "/machine-info":
-                self._send(200, view.machine_info())
-            elif url.path == "/v1/states":
-                self._send(200, view.states_json(components))
-            elif url.path == "/v1/events":
-                start = _time_param(q.get("startTime"), now - 3600 * 10**9)
-                end = _time_param(q.get("endTime"), now + 1)
-                self._send(200, view.events_json(start, end, components))
-            elif url.path == "/v1/metrics":
-                self._send(200, view.metrics_json(components))
-            elif url.path == "/v1/components":
-                self._send(200, view.components())
-            elif url.path == "/metrics":
-                self._send(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
-            elif url.path == "/openapi.json":
-                self._send(200, OPENAPI)
-            else:
-                self._send(404, {"error": f"no such endpoint {url.path}"})
-        except BadRequest as e:
-            self._send(400, {"error": str(e)})
+        if url.path == "/healthz":
+            self.respond(200, {"status": "ok", "version": "v1"})
+        elif url.path == "/machine-info":
+            self.respond(200, view.machine_info())
+        elif url.path == "/v1/states":
+            self.respond(200, view.states_json(components))
+        elif url.path == "/v1/events":
+            start = _time_param(q.get("startTime"), now - 3600 * 10**9)
+            end = _time_param(q.get("endTime"), now + 1)
+            self.respond(200, view.events_json(start, end, components))
+        elif url.path == "/v1/metrics":
+            self.respond(200, view.metrics_json(components))
+        elif url.path == "/v1/components":
+            self.respond(200, view.components())
+        elif url.path == "/metrics":
+            self.respond(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
+        elif url.path == "/openapi.json":
+            self.respond(200, OPENAPI)
+        else:
+            self.respond(404, {"error": f"no such endpoint {url.path}"})
 
-    def do_POST(self) -> None:  # the stdlib's name
+    def _post(self) -> None:
+        # Every write needs the token, checked before anything of the request is read or routed.
+        refused = check_bearer(self.headers, self.api.token)
+        if refused == 401:
+            raise ClientError(
+                401,
+                "writes need the agent's token: Authorization: Bearer <token>",
+                {"WWW-Authenticate": 'Bearer realm="gpuhealth"'},
+            )
+        if refused:
+            raise ClientError(403, "the token is wrong")
         url = urlsplit(self.path)
         if url.path in OPENAPI["paths"] and "post" not in OPENAPI["paths"][url.path]:
             self._not_allowed()
             return
+        if url.path not in ("/inject-fault", "/v1/health-states/set-healthy"):
+            self.respond(404, {"error": f"no such endpoint {url.path}"})
+            return
+        body = self.read_json()
+        body = {} if body is None else body
+        if not isinstance(body, dict):
+            raise ClientError(400, "the body must be a JSON object")
         actions = self.api.actions
-        try:
-            length = min(int(self.headers.get("Content-Length") or 0), 1 << 16)
-            body = json.loads(self.rfile.read(length) or b"{}") if length else {}
-            if not isinstance(body, dict):
-                raise BadRequest("the body must be a JSON object")
-            if url.path == "/inject-fault":
-                if not actions.allow_inject:
-                    self._send(403, {"error": "injection is not allowed on this agent (start it with --allow-inject)"})
-                    return
-                message, priority = _injection(body, actions.default_pci)
-                seq = actions.inject(message, priority)
-                self._send(200, {"ok": True, "seq": seq, "message": message})
-            elif url.path == "/v1/health-states/set-healthy":
-                q = parse_qs(url.query, keep_blank_values=True)
-                names = q.get("components", [])
-                if len(names) != 1 or not COMPONENT_LIST.fullmatch(names[0]):
-                    raise BadRequest("name the components: ?components=accelerator-nvidia-error-xid,…")
-                components = names[0].split(",")
-                n = actions.set_healthy(components, str(body.get("reason", "") or "set healthy through the API"))
-                self._send(200, {"ok": True, "components": components, "events": n})
-            else:
-                self._send(404, {"error": f"no such endpoint {url.path}"})
-        except (BadRequest, ValueError) as e:
-            self._send(400, {"error": str(e)})
+        if url.path == "/inject-fault":
+            if not actions.allow_inject:
+                raise ClientError(403, "injection is not allowed on this agent (start it with --allow-inject)")
+            message, priority = _injection(body, actions.default_pci)
+            seq = actions.inject(message, priority)
+            self.respond(200, {"ok": True, "seq": seq, "message": message})
+        else:
+            q = parse_qs(url.query, keep_blank_values=True)
+            names = q.get("components", [])
+            if len(names) != 1 or not COMPONENT_LIST.fullmatch(names[0]):
+                raise ClientError(400, "name the components: ?components=accelerator-nvidia-error-xid,…")
+            components = names[0].split(",")
+            n = actions.set_healthy(components, str(body.get("reason", "") or "set healthy through the API"))
+            self.respond(200, {"ok": True, "components": components, "events": n})
 
 
 def _injection(body: dict[str, Any], default_pci: str) -> tuple[str, int]:
@@ -355,7 +358,7 @@ def _injection(body: dict[str, Any], default_pci: str) -> tuple[str, int]:
     if isinstance(x, dict) and isinstance(x.get("id"), int) and not isinstance(x["id"], bool) and 0 < x["id"] < 1 << 16:
         pci = default_pci[:-2]
         return f"NVRM: Xid (PCI:{pci}): {x['id']}, pid='<unknown>', name=<unknown>, injected through the API", 3
-    raise BadRequest('give {"kernel_message": {"priority": "KERN_ERR", "message": "…"}} or {"xid": {"id": 79}}')
+    raise ClientError(400, 'give {"kernel_message": {"priority": "KERN_ERR", "message": "…"}} or {"xid": {"id": 79}}')
 
 
 def run_coroutine(loop: asyncio.AbstractEventLoop, coro: Any, timeout: float = 10.0) -> Any:

@@ -1,5 +1,8 @@
 """The agent API's OpenAPI document: what each endpoint takes and answers, exactly (the tests fuzz the server
-against it with schemathesis, so what it accepts and what this says must agree)."""
+against it with schemathesis, so what it accepts and what this says must agree).
+
+Reads need nothing, as GPUd has them. Writes need the agent's token, a file only its user can read
+(``<data-dir>/agent/api-token``, mode 0600), sent as ``Authorization: Bearer <token>``."""
 
 from __future__ import annotations
 
@@ -37,9 +40,38 @@ def _ok(schema: dict[str, Any]) -> dict[str, Any]:
     return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
 
 
+def _error(description: str) -> dict[str, Any]:
+    return _ERROR | {"description": description}
+
+
+# What every write may also answer: no token, a wrong one, a body over 64 KiB.
+_WRITE_REFUSALS = {
+    "401": _error("no token: send Authorization: Bearer <token> (the answer carries WWW-Authenticate: Bearer)"),
+    "403": _error("a wrong token"),
+    "413": _error("a body over 64 KiB"),
+}
+_TOKEN_NEEDED: list[dict[str, list[str]]] = [{"agentToken": []}]
+
+
 OPENAPI: dict[str, Any] = {
     "openapi": "3.0.3",
-    "info": {"title": "gpuhealth agent API (GPUd-compatible)", "version": "v1"},
+    "info": {
+        "title": "gpuhealth agent API (GPUd-compatible)",
+        "version": "v1",
+        "description": "Reads are open. Writes (POST) need the agent's token, readable only by the agent's user: "
+        "Authorization: Bearer $(cat <data-dir>/agent/api-token), by default /var/lib/gpuhealth/agent/api-token. "
+        "A request body is at most 64 KiB and its JSON at most 32 levels deep; a connection idle for 5 s is "
+        "closed, and a request must arrive within 5 s.",
+    },
+    "components": {
+        "securitySchemes": {
+            "agentToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "the token in <data-dir>/agent/api-token (mode 0600, made at the agent's first start)",
+            }
+        }
+    },
     "paths": {
         "/healthz": {"get": {"responses": _ok(_schema({"status": _S, "version": _S}))}},
         "/machine-info": {
@@ -112,13 +144,17 @@ OPENAPI: dict[str, Any] = {
         },
         "/inject-fault": {
             "post": {
+                "security": _TOKEN_NEEDED,
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _INJECTION}}},
                 "responses": _ok(_schema({"ok": {"type": "boolean"}, "seq": {"type": "integer"}, "message": _S}))
-                | {"400": _ERROR, "403": _ERROR},
+                | {"400": _ERROR}
+                | _WRITE_REFUSALS
+                | {"403": _error("a wrong token, or injection is not allowed on this agent (--allow-inject)")},
             }
         },
         "/v1/health-states/set-healthy": {
             "post": {
+                "security": _TOKEN_NEEDED,
                 "parameters": [
                     {
                         "name": "components",
@@ -131,7 +167,8 @@ OPENAPI: dict[str, Any] = {
                 "responses": _ok(
                     _schema({"ok": {"type": "boolean"}, "components": _ARR, "events": {"type": "integer"}})
                 )
-                | {"400": _ERROR},
+                | {"400": _ERROR}
+                | _WRITE_REFUSALS,
             }
         },
     },

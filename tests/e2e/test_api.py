@@ -22,8 +22,9 @@ def get(up: Up, path: str) -> Any:
 
 
 def post(up: Up, path: str, body: object) -> Any:
-    req = urllib.request.Request(api(up) + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    token = (up.data_dir / "agent" / "api-token").read_text().strip()  # writes need it; root can read it
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    req = urllib.request.Request(api(up) + path, data=json.dumps(body).encode(), method="POST", headers=headers)
     with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())
 

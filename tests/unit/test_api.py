@@ -17,6 +17,8 @@ from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, Metri
 from producers.api import OPENAPI, Actions, Api, View
 
 T = 1_795_000_000_000_000_000
+TOKEN = "t" * 43
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 class Recorder:
@@ -56,7 +58,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[tuple[str, Recorder]]:
     rec = Recorder()
     allow = getattr(request, "param", True)
     api = Api(view(), Actions(allow_inject=allow, inject=rec.inject, set_healthy=rec.set_healthy,
-                              default_pci="0000:18:00.0"), "127.0.0.1:0")  # fmt: skip
+                              default_pci="0000:18:00.0"), "127.0.0.1:0", token=TOKEN)  # fmt: skip
     api.start()
     try:
         yield f"http://{api.address}", rec
@@ -72,7 +74,7 @@ def get(base: str, path: str) -> Any:
 
 def post(base: str, path: str, body: object) -> tuple[int, Any]:
     req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})  # fmt: skip
+                                 headers={"Content-Type": "application/json", **AUTH})  # fmt: skip
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             return r.status, json.loads(r.read())
@@ -133,10 +135,23 @@ def test_injection_refused_unless_allowed(server: tuple[str, Recorder]) -> None:
 schema = schemathesis.openapi.from_dict(OPENAPI)
 
 
+@schema.auth()
+class AgentToken:
+    """Writes carry the token; schemathesis still sends some without it, or with another, and checks the refusal."""
+
+    def get(self, case: Any, ctx: Any) -> str:
+        return TOKEN
+
+    def set(self, case: Any, data: str, ctx: Any) -> None:
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+
 @pytest.fixture(scope="module")
 def fuzz_base() -> Iterator[str]:
     rec = Recorder()
-    api = Api(view(), Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy), "127.0.0.1:0")
+    api = Api(
+        view(), Actions(allow_inject=True, inject=rec.inject, set_healthy=rec.set_healthy), "127.0.0.1:0", token=TOKEN
+    )
     api.start()
     try:
         yield f"http://{api.address}"
