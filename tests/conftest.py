@@ -6,6 +6,7 @@ so in-process tests share one path and each gets its own database.
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +21,16 @@ from sinks.clickhouse import Store
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+
+
+def need(ok: bool, what: str) -> None:
+    """A prerequisite of a test: missing on a workstation is a skip, missing in CI (CI=true) a failure,
+    because a test that quietly skips in CI is a hole (a fresh clone without ../shared ran no corpus test)."""
+    if ok:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing in CI")
+    pytest.skip(f"{what} is missing")
 
 
 @pytest.fixture

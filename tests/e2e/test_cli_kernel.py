@@ -6,15 +6,13 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import need
 from tests.e2e.conftest import GPUCTL, gpuctl
 from tests.unit.test_kernel import CORPUS
 
 
 def test_parse_prints_one_object_per_line_in_order() -> None:
-    if not CORPUS.exists():
-        pytest.skip("../shared/corpus is not beside this checkout")
+    need(CORPUS.exists(), "../shared/corpus (beside this checkout)")
     rows = [json.loads(line) for line in CORPUS.read_text().splitlines()]
     lines = "\n".join(r["line"] for r in rows) + "\n"
     r = subprocess.run([GPUCTL, "parse", "--json"], input=lines, capture_output=True, text=True, timeout=60)

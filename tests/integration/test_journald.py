@@ -6,7 +6,6 @@ Under CI a missing tool or systemd-python is a failure, not a skip.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,24 +18,18 @@ from gpuhealth import bus
 from gpuhealth.config import NodeIdentity
 from producers import journald
 from producers.klog import KernelLogProducer, Unusable
+from tests.conftest import need
 from tests.integration.test_kmsg_producer import stream_events
 
 BOOT = "0f6b4cbb-1c4d-4a55-9b0e-6e3c1d2d1b2a"
 T0_US = 1_763_700_000_000_000
 
 
-def _need(ok: bool, what: str) -> None:
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} is missing in CI: .ci/run must install it")
-        pytest.skip(f"{what} is not installed")
-
-
 @pytest.fixture
 def journal_remote() -> str:
     tool = shutil.which("systemd-journal-remote") or "/lib/systemd/systemd-journal-remote"
-    _need(Path(tool).exists(), "systemd-journal-remote (Debian package systemd-journal-remote)")
-    _need(journald.available(), "systemd-python (pip install 'gpuhealth[journald]')")
+    need(Path(tool).exists(), "systemd-journal-remote (Debian package systemd-journal-remote)")
+    need(journald.available(), "systemd-python (pip install 'gpuhealth[journald]')")
     return tool
 
 

@@ -5,14 +5,13 @@ import csv
 import pytest
 
 from rules.catalog import ACTION_RANK, load
-from tests.conftest import SHARED
+from tests.conftest import SHARED, need
 
 REF = SHARED / "reference"
 
 
 def _ref_codes(name: str) -> set[int]:
-    if not (REF / name).exists():
-        pytest.skip("../shared/reference is not beside this checkout")
+    need((REF / name).exists(), f"../shared/reference/{name} (beside this checkout)")
     with (REF / name).open() as f:
         return {int(r["code"]) for r in csv.DictReader(f, delimiter="\t")}
 

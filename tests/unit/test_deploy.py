@@ -29,7 +29,7 @@ from gpuhealth.natsd import find_binary
 from sinks.clickhouse import Store
 from sinks.generate import expected, generate
 from sinks.report import week_bounds
-from tests.conftest import REPO
+from tests.conftest import REPO, need
 
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
@@ -149,10 +149,7 @@ def unit_settings(name: str) -> dict[str, list[str]]:
 
 def judge(tool: str) -> None:
     """A real judge missing here: a skip on a workstation, a failure in CI."""
-    if shutil.which(tool) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{tool} is not installed (deploy/test-deps.sh installs it)")
-        pytest.skip(f"no {tool}")
+    need(shutil.which(tool) is not None, f"{tool} (deploy/test-deps.sh installs it)")
 
 
 @pytest.mark.parametrize("service", ["rules", "sink"])

@@ -9,14 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci, rules, strip_prefixes
-from tests.conftest import SHARED
+from tests.conftest import SHARED, need
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
 
 
 def corpus() -> list[dict[str, object]]:
-    if not CORPUS.exists():
-        pytest.skip("../shared/corpus is not beside this checkout")
+    need(CORPUS.exists(), "../shared/corpus (beside this checkout)")
     return [json.loads(line) for line in CORPUS.read_text().splitlines() if line.strip()]
 
 
