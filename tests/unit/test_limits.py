@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gpuhealth.errors import ConfigError
@@ -61,3 +62,25 @@ def test_gpuctl_rules_check_prints_the_changes_and_fails_on_a_bad_file(tmp_path:
     bad.write_text("[infiniband]\ndown = 1\n")
     r = gpuctl("rules", "check", str(bad))
     assert r.returncode == 1 and "unknown key" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_shipped_defaults_are_the_documented_ones() -> None:
+    """The table tests count up to whatever limits.toml says, so a default changed tenfold would pass them;
+    these figures are the README's and the field's, written here and not read from the file."""
+    expected = {
+        "incident": {"window_s": 3600, "update_s": 2},
+        "pci": {
+            "aer_nonfatal": {"threshold": 1, "window_s": 3600},
+            "aer_correctable": {"threshold": 100, "window_s": 3600},
+        },
+        "infiniband": {"down_s": 240, "flaps": 3, "flap_window_s": 600, "errors": {"threshold": 100, "window_s": 3600}},
+        "edac": {"correctable": {"threshold": 1000, "window_s": 86400}},
+        "kernel": {
+            "hung_task": {"threshold": 1, "window_s": 3600},
+            "soft_lockup": {"threshold": 1, "window_s": 3600},
+            "oom": {"threshold": 5, "window_s": 3600},
+            "nfs": {"threshold": 3, "window_s": 600},
+        },
+        "nvml": {"ecc_sbe": {"threshold": 100, "window_s": 3600}, "slowdown_minutes": 6, "slowdown_window_s": 600},
+    }
+    assert msgspec.to_builtins(limits.default()) == expected
