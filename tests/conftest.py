@@ -24,7 +24,7 @@ SHARED = REPO.parent / "shared"
 
 @pytest.fixture
 async def nats_url(tmp_path: Path) -> AsyncIterator[str]:
-    server = EmbeddedNats(tmp_path)
+    server = EmbeddedNats(tmp_path, auth=None)  # integration tests: a server that lets anyone in
     url = await server.start()
     try:
         yield url
