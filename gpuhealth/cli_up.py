@@ -3,7 +3,10 @@
 ``up`` starts the embedded nats-server (unless given ``--nats``), runs the rules
 and sink services in this process, starts the agent in its own process, and
 only when the agent says every source is open writes ``run.json`` into the
-data dir for the other commands to find it.
+data dir for the other commands to find it. Its own server takes only its own
+identities (gpuhealth/localauth.py): the rules, the sink and the agent each
+connect as themselves, gpuctl as the operator; on a server given with
+``--nats``, every stage uses the environment's credentials.
 """
 
 from __future__ import annotations

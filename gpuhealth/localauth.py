@@ -36,7 +36,9 @@ BCRYPT_ROUNDS = 4
 
 
 def operator_gid(group: str = GROUP) -> int | None:
-    """The group whose members may operate gpuhealth, if the machine has one."""
+    """The group whose members may operate root's gpuhealth, if the machine has one (a user's own is theirs)."""
+    if os.geteuid() != 0:
+        return None
     try:
         return grp.getgrnam(group).gr_gid
     except KeyError:
