@@ -144,8 +144,7 @@ class Agent:
 
 async def run_up(o: UpOptions) -> int:
     limits = limits_mod.load(o.rules_file)  # a bad rules file fails before anything starts
-    gid = localauth.operator_gid()
-    localauth.prepare_data_dir(o.data_dir, gid)
+    gid = localauth.prepare_data_dir(o.data_dir, localauth.operator_gid())
     existing = read_run_info(o.data_dir)
     if existing is not None and _alive(existing.pid):
         raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")

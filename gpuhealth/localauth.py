@@ -18,6 +18,7 @@ that group; every other secret is 0600 to the user ``up`` runs as.
 from __future__ import annotations
 
 import grp
+import logging
 import os
 import secrets
 import stat
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from gpuhealth import natsconf
 from gpuhealth.errors import ConfigError, PermissionDeniedError
+
+log = logging.getLogger("gpuhealth.localauth")
 
 GROUP = "gpuhealth"
 SECRETS = "secrets"
@@ -55,14 +58,23 @@ def restrict(path: Path, gid: int | None, *, group_reads: bool) -> None:
         os.chmod(path, 0o700 if directory else 0o600)
 
 
-def prepare_data_dir(data_dir: Path, gid: int | None) -> None:
-    """Create the data dir, or tighten an existing one: nothing in it is for other users."""
+def prepare_data_dir(data_dir: Path, gid: int | None) -> int | None:
+    """Create the data dir, or tighten an existing one: nothing in it is for other users.
+
+    Returns the group to share with: ``gid``, or None where this process may not give files to it
+    (no CAP_CHOWN, as under the systemd unit): then root alone operates, and the log says why."""
     data_dir.mkdir(parents=True, exist_ok=True)
     mode = data_dir.stat().st_mode
     if mode & (stat.S_ISVTX | stat.S_IWOTH):  # /tmp, say: chmod-ing it would lock everyone else out
-        raise ConfigError(f"{data_dir} is shared by every user (mode {stat.filemode(mode)}): give gpuhealth a "
-                          "directory of its own with --data-dir")  # fmt: skip
-    restrict(data_dir, gid, group_reads=True)
+        shown = stat.filemode(mode)
+        raise ConfigError(f"{data_dir} is shared by every user ({shown}): give gpuhealth its own with --data-dir")
+    try:
+        restrict(data_dir, gid, group_reads=True)
+    except PermissionError as e:
+        log.warning("the %s group cannot be given %s (%s): only root may operate gpuhealth", GROUP, data_dir, e)
+        gid = None
+        restrict(data_dir, gid, group_reads=True)
+    return gid
 
 
 def password_path(data_dir: Path, user: str) -> Path:

@@ -255,6 +255,20 @@ def test_with_a_gpuhealth_group_its_members_read_the_operators_secret_and_nothin
     assert read_run_info(d) is not None
 
 
+def test_where_files_cannot_be_given_to_the_group_root_alone_operates(reachable: Path) -> None:
+    """As under the systemd unit, whose capabilities leave out CAP_CHOWN."""
+    d = reachable / "data"
+    code = f"from gpuhealth import localauth; print(localauth.prepare_data_dir(__import__('pathlib').Path({str(d)!r}), {NOBODY}))"
+    r = subprocess.run(
+        ["setpriv", "--bounding-set", "-chown", "--inh-caps", "-chown", sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (r.returncode, r.stdout.strip(), mode(d)) == (0, "None", 0o700), r.stderr
+    assert "only root may operate gpuhealth" in r.stderr
+
+
 def test_a_data_dir_every_user_shares_is_refused(tmp_path: Path) -> None:
     shared = tmp_path / "tmp"
     shared.mkdir()
