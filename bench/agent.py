@@ -61,7 +61,7 @@ async def main(duration: float) -> None:
         slow_poller = host.HostPoller(Path("/proc"), identity, PollState(None, "b"), slow_every=1)
         host_slow_ms = cycle_cpu_ms(slow_poller.poll, cycles=20)
         files = len(sysfs_poller.found.pci) * 7 + len(sysfs_poller.found.ib_ports) * 8 + 2 * 2
-        nats = EmbeddedNats(root)
+        nats = EmbeddedNats(root, auth=None)
         url = await nats.start()
         fifo = root / "kmsg"
         os.mkfifo(fifo)

@@ -68,7 +68,7 @@ async def stream_count(url: str) -> tuple[int, int]:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        nats = EmbeddedNats(root)
+        nats = EmbeddedNats(root, auth=None)
         url = await nats.start()
         fifo = root / "kmsg"
         os.mkfifo(fifo)

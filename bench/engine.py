@@ -82,7 +82,7 @@ def engine_rate(events: list[Event]) -> float:
 
 async def service_rate(events: list[Event], instances: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        nats = EmbeddedNats(Path(tmp))
+        nats = EmbeddedNats(Path(tmp), auth=None)
         url = await nats.start()
         nc = await bus.connect(url, "bench-rules")
         js = nc.jetstream()

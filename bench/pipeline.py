@@ -225,7 +225,7 @@ async def main(n_events: int, n_latency: int) -> None:
     cpu: dict[str, Cpu] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        nats = EmbeddedNats(root / "raw-nats")
+        nats = EmbeddedNats(root / "raw-nats", auth=None)
         url = await nats.start()
         with Cpu(nats, n_events) as cpu["raw"]:
             raw = await raw_jetstream(url, n_events, encode(kernel_event(1)))
@@ -234,7 +234,7 @@ async def main(n_events: int, n_latency: int) -> None:
 
         piped: dict[str, float] = {}
         for name, make in (("worst", kernel_event), ("fleet", fleet_event)):
-            nats = EmbeddedNats(root / f"pipeline-nats-{name}")
+            nats = EmbeddedNats(root / f"pipeline-nats-{name}", auth=None)
             url = await nats.start()
             store = Store(f"chdb://{root / 'clickhouse'}", database=f"bench_{name}")
             await store.run(store.connect)
@@ -243,7 +243,7 @@ async def main(n_events: int, n_latency: int) -> None:
             await asyncio.get_running_loop().run_in_executor(None, store.close)
             await nats.stop()
 
-        nats = EmbeddedNats(root / "latency-nats")
+        nats = EmbeddedNats(root / "latency-nats", auth=None)
         url = await nats.start()
         lat = await latency(url, root, n_latency)
         await nats.stop()

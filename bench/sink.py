@@ -142,7 +142,7 @@ def report_phase(path: str, samples: int, events: int) -> None:
 async def main(n_events: int, n_samples: int, report_samples: int, report_events: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        nats = EmbeddedNats(root / "nats")
+        nats = EmbeddedNats(root / "nats", auth=None)
         url = await nats.start()
         raw = await raw_jetstream(url, n_events, encode(kernel_event(1)))
         print("raw jetstream done", file=sys.stderr)

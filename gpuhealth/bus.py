@@ -76,11 +76,20 @@ def auth_options(env: Mapping[str, str] | None = None) -> dict[str, Any]:
     return opts
 
 
-async def connect(url: str, name: str, *, retry_for: float | None = None, inbox_prefix: str | None = None) -> NATS:
+async def connect(
+    url: str,
+    name: str,
+    *,
+    retry_for: float | None = None,
+    inbox_prefix: str | None = None,
+    credentials: Mapping[str, Any] | None = None,
+) -> NATS:
     """Connect with reconnects forever once connected. ``retry_for`` seconds of
     retrying the first connection (None: forever, 0: one try). ``url`` may list a
     cluster's servers, comma-separated; ``inbox_prefix`` keeps replies under a
-    subject the permissions can give to this client alone."""
+    subject the permissions can give to this client alone. ``credentials``
+    (nats-py's options) replace those of the environment: an identity of
+    ``gpuctl up``'s own server."""
     loop = asyncio.get_running_loop()
     deadline = None if retry_for is None else loop.time() + retry_for
     shown = redact(url)
@@ -116,7 +125,7 @@ async def connect(url: str, name: str, *, retry_for: float | None = None, inbox_
                 disconnected_cb=on_disconnect,
                 reconnected_cb=on_reconnect,
                 **({"inbox_prefix": inbox_prefix} if inbox_prefix else {}),
-                **auth_options(),
+                **(dict(credentials) if credentials is not None else auth_options()),
             ),
             timeout=remaining,
         )

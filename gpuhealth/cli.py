@@ -105,9 +105,12 @@ def simulate(
     from gpuhealth.cli_up import run_simulation
 
     cli_serve.log_to_stderr(logging.WARNING)
-    url = client.nats_url_for(data_dir_of(data_dir), nats)
+    from gpuhealth.natsconf import SIMULATOR
+
+    url, credentials = client.stack(data_dir_of(data_dir), nats, SIMULATOR)  # up's own identity for it
     raise typer.Exit(asyncio.run(run_simulation(url, nodes=nodes, gpus=gpus, fault_rate=fault_rate, interval=interval,
-                                                duration=duration, cluster=cluster, seed=seed)))  # fmt: skip
+                                                duration=duration, cluster=cluster, seed=seed,
+                                                credentials=credentials)))  # fmt: skip
 
 
 # ---------------------------------------------------------------- reading
@@ -128,7 +131,7 @@ def status(
     With filters, the exit code is the worst of what is shown."""
 
     async def read() -> tuple[list[HealthState], list[dict[str, Any]]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        nc = await client.connect(data_dir_of(data_dir), nats)
         try:
             states = await client.health_states(nc)
             gpus = [

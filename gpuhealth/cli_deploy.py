@@ -38,6 +38,7 @@ def nats_config(
     Passwords go to OUT/secrets/<user>.password (0600), the server config keeps only bcrypt hashes. Run it again
     with more nodes: existing identities keep their passwords. Reload the servers with SIGHUP."""
     from gpuhealth import natsconf
+    from gpuhealth.localauth import keep_secret
 
     servers = []
     for spec in server or ["nats-1=nats-1", "nats-2=nats-2", "nats-3=nats-3"]:
@@ -53,16 +54,7 @@ def nats_config(
     os.chmod(secrets_dir, 0o700)
 
     def password(user: str) -> str:
-        path = secrets_dir / f"{user}.password"
-        if path.exists():
-            return path.read_text().strip()
-        import secrets
-
-        value = secrets.token_urlsafe(24)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(value + "\n")
-        return value
+        return keep_secret(secrets_dir / f"{user}.password")
 
     try:
         ids = natsconf.identities(names, password)

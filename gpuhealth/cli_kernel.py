@@ -271,7 +271,7 @@ def set_healthy(
     )  # fmt: skip
 
     async def send() -> None:
-        nc = await client.open_client(client.nats_url_for(ddir, nats))
+        nc = await client.connect(ddir, nats)
         try:
             await bus.publish_batch(
                 nc.jetstream(), [(subjects.event_subject(node, "operator"), event.id, encode(event))]

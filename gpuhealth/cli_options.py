@@ -21,6 +21,7 @@ DataDirOpt = Annotated[
         help="gpuhealth's data dir [default: $GPUHEALTH_DATA_DIR, /var/lib/gpuhealth as root, "
         "else ~/.local/state/gpuhealth]",
         show_default=False,
+        readable=False,  # a user who may not read it is told so by gpuctl, in one line (not a usage error)
     ),
 ]
 NatsOpt = Annotated[

@@ -40,7 +40,7 @@ def watch(
     subject = subjects.node_health_subjects(node) if node else f"{subjects.PREFIX}.health.>"
 
     async def follow() -> None:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        nc = await client.connect(data_dir_of(data_dir), nats)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -82,7 +82,7 @@ class Reader:
 
             self._store = Store(self.clickhouse, read_only=True)
         else:
-            self._nc = await client.open_client(client.nats_url_for(data_dir_of(self.data_dir), self.nats))
+            self._nc = await client.connect(data_dir_of(self.data_dir), self.nats)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -242,7 +242,7 @@ def fleet(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt 
     from gpuhealth.fleet import fleet_view
 
     async def read() -> list[dict[str, Any]]:
-        nc = await client.open_client(client.nats_url_for(data_dir_of(data_dir), nats))
+        nc = await client.connect(data_dir_of(data_dir), nats)
         try:
             return fleet_view(await client.health_states(nc), await client.inventories(nc))
         finally:

@@ -3,7 +3,10 @@
 ``up`` starts the embedded nats-server (unless given ``--nats``), runs the rules
 and sink services in this process, starts the agent in its own process, and
 only when the agent says every source is open writes ``run.json`` into the
-data dir for the other commands to find it.
+data dir for the other commands to find it. Its own server takes only its own
+identities (gpuhealth/localauth.py): the rules, the sink and the agent each
+connect as themselves, gpuctl as the operator; on a server given with
+``--nats``, every stage uses the environment's credentials.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuhealth import bus, sd
+from gpuhealth import bus, localauth, natsconf, sd
 from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
@@ -97,8 +100,9 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
 class Agent:
     """The agent child process; restarted if it dies while we run."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.argv = argv
+        self.env = env  # its identity (a password file) when the server is up's own
         self.proc: asyncio.subprocess.Process | None = None
 
     async def start(self, timeout: float = 60.0) -> dict[str, object]:
@@ -111,6 +115,7 @@ class Agent:
                 pass_fds=(write_fd,),
                 preexec_fn=die_with_parent,
                 stdin=asyncio.subprocess.DEVNULL,
+                env=self.env,
             )
         finally:
             os.close(write_fd)
@@ -139,14 +144,21 @@ class Agent:
 
 async def run_up(o: UpOptions) -> int:
     limits = limits_mod.load(o.rules_file)  # a bad rules file fails before anything starts
-    o.data_dir.mkdir(parents=True, exist_ok=True)
+    gid = localauth.prepare_data_dir(o.data_dir, localauth.operator_gid())
     existing = read_run_info(o.data_dir)
     if existing is not None and _alive(existing.pid):
         raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
+    identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
     stop = bus.stop_on_signals()
     nats = None
+    # Each stage its own identity on our own server; on a given server, the environment's (as today).
+    creds: dict[str, dict[str, str] | None] = {"rules": None, "sink": None}
+    agent_env = None
     if o.nats_url is None:
-        nats = EmbeddedNats(o.data_dir, port=o.nats_port)
+        ids = localauth.identities(o.data_dir, identity.node, gid)
+        creds = {i.user: {"user": i.user, "password": i.password} for i in ids}
+        agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
+        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids))
         url = await nats.start()
     else:
         url = o.nats_url
@@ -154,32 +166,32 @@ async def run_up(o: UpOptions) -> int:
                   metrics_ttl_days=o.metrics_ttl_days)  # fmt: skip
     agent: Agent | None = None
     tasks: list[asyncio.Task[None]] = []
-    nc = None
+    connections = []
     try:
-        nc = await bus.connect(url, "gpuhealth-up", retry_for=30)
-        js = nc.jetstream()
-        await bus.provision(js)
+        rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
+        connections.append(rules_nc)
+        sink_nc = await bus.connect(url, "gpuhealth-up-sink", retry_for=30, credentials=creds["sink"])
+        connections.append(sink_nc)
+        await bus.provision(rules_nc.jetstream())
         await store.run(store.connect)
-        tasks.append(asyncio.create_task(RulesService(js, limits=limits).run(stop)))
-        tasks.append(asyncio.create_task(SinkService(nc, js, store).run(stop)))
-        agent = Agent(agent_argv(url, o, allow_inject=True))
+        tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
+        tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
+        agent = Agent(agent_argv(url, o, allow_inject=True), env=agent_env)
         ready = await agent.start()
-        identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
-        write_run_info(
-            o.data_dir,
-            RunInfo(
-                pid=os.getpid(),
-                nats_url=url,
-                node=identity.node,
-                cluster=identity.cluster,
-                kmsg_path=str(o.kmsg_path),
-                allow_inject=True,
-                started_ns=now_ns(),
-                clickhouse=store.target.redacted(),
-                sources=sources,
-            ),
+        info = RunInfo(
+            pid=os.getpid(),
+            nats_url=url,
+            node=identity.node,
+            cluster=identity.cluster,
+            kmsg_path=str(o.kmsg_path),
+            allow_inject=True,
+            started_ns=now_ns(),
+            clickhouse=store.target.redacted(),
+            sources=sources,
+            embedded_nats=nats is not None,
         )
+        write_run_info(o.data_dir, info, gid)
         print(f"gpuhealth up on node {identity.node}", flush=True)
         print(f"  nats:       {url}{' (embedded)' if nats else ''}", flush=True)
         print(f"  clickhouse: {store.target.redacted()}", flush=True)
@@ -199,7 +211,7 @@ async def run_up(o: UpOptions) -> int:
         for t in tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(t, 15)
-        if nc is not None:
+        for nc in connections:
             with contextlib.suppress(Exception):
                 await bus.shutdown(nc)
         await asyncio.get_running_loop().run_in_executor(None, store.close)
@@ -268,13 +280,15 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
 
 
 async def run_simulation(nats_url: str, *, nodes: int, gpus: int, fault_rate: float, interval: float,
-                         duration: float | None, cluster: str, seed: int) -> int:  # fmt: skip
+                         duration: float | None, cluster: str, seed: int,
+                         credentials: dict[str, str] | None = None) -> int:  # fmt: skip
     from producers.simulate import FleetSimulator
 
     stop = bus.stop_on_signals()
-    nc = await bus.connect(nats_url, "gpuhealth-simulate")
+    inbox = natsconf.SIMULATOR_INBOX
+    nc = await bus.connect(nats_url, "gpuhealth-simulate", credentials=credentials, inbox_prefix=inbox)
     js = nc.jetstream()
-    await bus.provision(js)
+    await bus.provision(js, missing_only=True)  # the services own the streams; it only waits for them
 
     async def publish(items: list[bus.Item]) -> None:
         await bus.publish_until_acked(lambda batch: bus.publish_batch(js, batch, timeout=30), items, stop,

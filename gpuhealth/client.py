@@ -14,28 +14,35 @@ import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from gpuhealth import bus, subjects
+from gpuhealth import bus, localauth, subjects
 from gpuhealth.config import read_run_info
 from gpuhealth.errors import ConfigError, NotRunningError, QueryError
 from gpuhealth.events import HEALTH_DECODER, HEALTH_ORDER, INVENTORY_DECODER, HealthState, Inventory
 
 
-def nats_url_for(data_dir: Path, nats_url: str | None) -> str:
+def stack(data_dir: Path, nats_url: str | None, user: str = localauth.OPERATOR) -> tuple[str, dict[str, str] | None]:
+    """Where to connect and as whom: ``--nats`` with the environment's credentials (None), or the stack
+    running in ``data_dir`` with its own ``user`` identity when its server is up's own."""
     if nats_url:
-        return nats_url
+        return nats_url, None
     info = read_run_info(data_dir)
     if info is None:
         raise NotRunningError(f"no running gpuhealth found in {data_dir} (start it with 'gpuctl up', or pass --nats)")
-    return info.nats_url
+    return info.nats_url, localauth.credentials(data_dir, user) if info.embedded_nats else None
 
 
-async def open_client(url: str) -> NATS:
+async def open_client(url: str, credentials: dict[str, str] | None = None) -> NATS:
     try:
-        return await bus.connect(url, "gpuctl", retry_for=2.0)
+        return await bus.connect(url, "gpuctl", retry_for=2.0, credentials=credentials)
     except ConnectionRefusedError as e:
         raise ConfigError(str(e)) from None
     except (TimeoutError, OSError, nats.errors.Error) as e:
         raise NotRunningError(f"no gpuhealth answers at {bus.redact(url)}: {e}") from e
+
+
+async def connect(data_dir: Path, nats_url: str | None) -> NATS:
+    """A client of ``--nats``, or of the stack running in ``data_dir`` as its operator."""
+    return await open_client(*stack(data_dir, nats_url))
 
 
 def local_node(data_dir: Path) -> str:
@@ -49,7 +56,7 @@ def local_node(data_dir: Path) -> str:
 async def ask_agent(node: str, verb: str, body: dict[str, Any], data_dir: Path, nats_url: str | None, *,
                     timeout: float = 5.0) -> dict[str, Any]:  # fmt: skip
     """One command to one node's agent over ``gpuhealth.v1.cmd.<node>.<verb>``; its refusal is an error."""
-    nc = await open_client(nats_url_for(data_dir, nats_url))
+    nc = await connect(data_dir, nats_url)
     try:
         try:
             reply = await nc.request(subjects.cmd_subject(node, verb), json.dumps(body).encode(), timeout=timeout)

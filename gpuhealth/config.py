@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from gpuhealth.errors import ConfigError
+from gpuhealth.errors import ConfigError, PermissionDeniedError
 
 
 def default_data_dir() -> Path:
@@ -85,20 +85,35 @@ class RunInfo(msgspec.Struct, kw_only=True):
     started_ns: int
     clickhouse: str
     sources: dict[str, str] = {}
+    # The server is up's own: a client takes the operator's identity from <data-dir>/secrets.
+    embedded_nats: bool = False
 
 
 RUN_FILE = "run.json"
 
 
-def write_run_info(data_dir: Path, info: RunInfo) -> None:
+def write_run_info(data_dir: Path, info: RunInfo, gid: int | None = None) -> None:
+    """No secret in it, but where the stack listens is for its operators only: 0600, or 0640 to ``gid``."""
     tmp = data_dir / (RUN_FILE + ".tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(info)))
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        if gid is not None:
+            os.fchown(f.fileno(), -1, gid)
+            os.fchmod(f.fileno(), 0o640)
+        f.write(msgspec.json.format(msgspec.json.encode(info)))
     tmp.replace(data_dir / RUN_FILE)
 
 
 def read_run_info(data_dir: Path) -> RunInfo | None:
+    """The running stack's, or None when nothing runs there; a user who may not read it is told so."""
+    path = data_dir / RUN_FILE
     try:
-        return msgspec.json.decode((data_dir / RUN_FILE).read_bytes(), type=RunInfo)
+        return msgspec.json.decode(path.read_bytes(), type=RunInfo)
+    except PermissionError:
+        raise PermissionDeniedError(
+            f"permission denied: {path} is readable only by root or the gpuhealth group"
+        ) from None
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
 

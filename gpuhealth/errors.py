@@ -3,6 +3,8 @@
     GpuhealthError
     ├── ConfigError              a flag, file or environment value is wrong
     ├── NotRunningError          no running gpuhealth answers (gpuctl exits 4)
+    ├── PermissionDeniedError    this user may not read the running stack's data dir
+    │   (also a PermissionError)
     ├── EmbeddedServerError      the embedded nats-server could not start
     ├── QueryError               the sink refused or failed a read-only query
     └── SourceError              a producer cannot open its source
@@ -24,6 +26,10 @@ class ConfigError(GpuhealthError, ValueError):
 
 
 class NotRunningError(GpuhealthError):
+    pass
+
+
+class PermissionDeniedError(GpuhealthError, PermissionError):
     pass
 
 

@@ -10,7 +10,9 @@ One account (``GPUHEALTH``) holds every identity:
 - ``rules``, ``sink``: the services, with the JetStream API, acks and the
   subjects they publish; they create and update the streams;
 - ``operator``: what ``gpuctl`` needs: read everything, send commands to agents
-  (fault injection and checks) and set-healthy events.
+  (fault injection and checks) and set-healthy events;
+- ``simulator`` (only on ``gpuctl up``'s own server, not in a fleet's configs): what
+  ``gpuctl simulate`` publishes, as any node except the real ones.
 
 Anyone else is refused at connect. Passwords are random, stored in the server
 config only as bcrypt hashes, and written once, one file an identity, for your
@@ -76,6 +78,26 @@ SERVICE_PERMISSIONS: dict[str, dict[str, Any]] = {
         "subscribe": {"allow": ["_INBOX.>", f"{PREFIX}.health.>", f"{PREFIX}.incident.>", f"{PREFIX}.event.>"]},
     },
 }  # fmt: skip
+
+
+SIMULATOR = "simulator"
+SIMULATOR_INBOX = "_INBOX.simulator"
+
+
+def simulator_permissions(real_nodes: Iterable[str]) -> dict[str, Any]:
+    """Simulated nodes' events, metrics and inventories; a real node's subjects stay its agent's alone."""
+    speaks = (f"{PREFIX}.event.{{}}.>", f"{PREFIX}.metric.{{}}.>", f"{PREFIX}.inventory.{{}}")
+    return {
+        "publish": {
+            "allow": [
+                *(s.format("*") for s in speaks),
+                *(f"$JS.API.STREAM.INFO.{s.name}" for s in STREAMS),
+                *(f"$JS.API.STREAM.INFO.KV_{b}" for b in subjects.KV_BUCKETS),
+            ],
+            "deny": [s.format(token(n)) for n in real_nodes for s in speaks],
+        },
+        "subscribe": {"allow": [f"{SIMULATOR_INBOX}.>"]},
+    }
 
 
 @dataclass(frozen=True)

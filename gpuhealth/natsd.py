@@ -2,7 +2,9 @@
 
 It listens on loopback only, keeps JetStream's store inside the data dir and
 dies with its parent (PR_SET_PDEATHSIG), so a SIGKILLed ``gpuctl up`` leaves no
-orphan holding the store's lock.
+orphan holding the store's lock. Who may connect is the caller's explicit
+choice: ``auth`` is the accounts block (gpuhealth/localauth.py for ``gpuctl
+up``), or None for a server that lets anyone in (a test's, a benchmark's).
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ def die_with_parent() -> None:
 
 
 class EmbeddedNats:
-    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1", port: int = -1) -> None:
+    def __init__(self, data_dir: Path, *, auth: str | None, host: str = "127.0.0.1", port: int = -1) -> None:
         self.dir = data_dir / "nats"
+        self.auth = auth
         self.host = host
         self.port = port
         self.proc: asyncio.subprocess.Process | None = None
@@ -59,7 +62,14 @@ class EmbeddedNats:
         """The server's argv; settings without a flag go in a config file that flags override."""
         self.dir.mkdir(parents=True, exist_ok=True)
         conf = self.dir / "nats-server.conf"
-        conf.write_text("max_payload: 8MB\n")
+        settings = "max_payload: 8MB\n"
+        if self.auth is not None:
+            auth = self.dir / "auth.conf"
+            auth.unlink(missing_ok=True)  # made anew, 0600 from its first byte: hashes are for the server alone
+            with os.fdopen(os.open(auth, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+                f.write(self.auth)
+            settings += 'include "auth.conf"\n'
+        conf.write_text(settings)
         return [
             find_binary(),
             "--config", str(conf),

@@ -35,7 +35,7 @@ def need(ok: bool, what: str) -> None:
 
 @pytest.fixture
 async def nats_url(tmp_path: Path) -> AsyncIterator[str]:
-    server = EmbeddedNats(tmp_path)
+    server = EmbeddedNats(tmp_path, auth=None)  # integration tests: a server that lets anyone in
     url = await server.start()
     try:
         yield url

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from nats.aio.client import Client as NATS
 
+from gpuhealth import bus, localauth, natsconf
 from gpuhealth.config import RunInfo, read_run_info
 
 GPUCTL = str(Path(sys.executable).parent / "gpuctl")
@@ -41,6 +43,14 @@ class Up:
         info = read_run_info(self.data_dir)
         assert info is not None
         return info
+
+    async def connect(self, user: str = localauth.OPERATOR) -> NATS:
+        """A raw client of this stack's NATS as one of its identities, its secret read from the data dir."""
+        inbox = natsconf.agent_inbox(self.info.node) if user.startswith("agent-") else None
+        secret = localauth.credentials(self.data_dir, user)
+        return await bus.connect(
+            self.info.nats_url, f"test-{user}", retry_for=10, inbox_prefix=inbox, credentials=secret
+        )
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         os.killpg(self.proc.pid, sig)

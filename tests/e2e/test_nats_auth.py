@@ -14,7 +14,7 @@ import pytest
 
 from gpuhealth.bus import auth_options, redact
 from gpuhealth.natsd import find_binary
-from tests.e2e.conftest import GPUCTL
+from tests.e2e.conftest import GPUCTL, gpuctl, running
 
 SECRET = "s3cret-pw-1234"
 
@@ -60,6 +60,19 @@ def test_credentials_from_the_url_the_environment_or_options(guarded_nats: int, 
     ):
         assert r.returncode == 4 and "not found" in r.stderr and "refused" not in r.stderr, r.stderr
         assert SECRET not in r.stderr + r.stdout
+
+
+def test_up_on_a_given_server_uses_the_environments_credentials(
+    guarded_nats: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUHEALTH_NATS_USER", "ops")
+    monkeypatch.setenv("GPUHEALTH_NATS_PASSWORD", SECRET)
+    with running(tmp_path, "--nats", f"nats://127.0.0.1:{guarded_nats}") as up:
+        # Not its own server: no identities of its own, and gpuctl connects as the environment says.
+        assert not up.info.embedded_nats and not (up.data_dir / "secrets").exists()
+        assert gpuctl("status", "--data-dir", str(up.data_dir)).returncode == 0
+        refused = run("status", "--data-dir", str(up.data_dir))  # without the environment's credentials
+        assert refused.returncode == 1 and "refused the credentials" in refused.stderr
 
 
 def test_auth_options_and_redaction(tmp_path: Path) -> None:

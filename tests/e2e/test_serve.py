@@ -26,7 +26,7 @@ class Nats:
 
     def __init__(self, root: Path) -> None:
         self.port = free_port()
-        self.argv = EmbeddedNats(root, port=self.port).command()
+        self.argv = EmbeddedNats(root, port=self.port, auth=None).command()
         self.url = f"nats://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 

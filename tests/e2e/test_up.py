@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from gpuhealth import bus, client, subjects
+from gpuhealth import client, subjects
 from gpuhealth.config import read_run_info
 from tests.e2e.conftest import GPUCTL, Up, gpuctl, gpuctl_json, start_up, wait_for
 
@@ -96,7 +96,7 @@ def test_no_kernel_log_still_starts_and_says_so(tmp_path: Path) -> None:
 
 def _count_xid_events(up: Up) -> tuple[int, int, int]:
     async def q() -> tuple[int, int, int]:
-        nc = await client.open_client(up.info.nats_url)
+        nc = await up.connect()
         try:
             _, rows = await client.sql(
                 nc, "SELECT count(), uniqExact(id), sum(count) FROM gpuhealth.events WHERE kind = 'xid'"
@@ -143,7 +143,7 @@ def test_sigkill_mid_stream_then_restart_stores_every_record_exactly_once(tmp_pa
 
 def test_garbage_on_an_event_subject_is_dead_lettered_and_the_pipeline_keeps_going(up_stack: Up) -> None:
     async def publish_garbage() -> None:
-        nc = await bus.connect(up_stack.info.nats_url, "t")
+        nc = await up_stack.connect("agent-e2e-node")  # a buggy agent, on its own subjects
         js = nc.jetstream()
         await js.publish(subjects.event_subject("e2e-node", "kmsg"), b"\x00garbage\xff", headers={"Nats-Msg-Id": "g"})
         await js.publish(subjects.event_subject("e2e-node", "kmsg"), msgspec.msgpack.encode({"type": "kernel"}))
@@ -154,7 +154,7 @@ def test_garbage_on_an_event_subject_is_dead_lettered_and_the_pipeline_keeps_goi
 
     def dead_letters() -> list[list[Any]]:
         async def q() -> list[list[Any]]:
-            nc = await client.open_client(up_stack.info.nats_url)
+            nc = await up_stack.connect()
             try:
                 _, rows = await client.sql(
                     nc, "SELECT stage, subject, reason FROM gpuhealth.dead_letters ORDER BY stage"
