@@ -94,9 +94,7 @@ class Reader:
     async def sql(self, query: str, params: dict[str, Any] | None = None, *, max_rows: int = 10_000,
                   timeout: float = 30.0) -> tuple[list[str], list[list[Any]]]:  # fmt: skip
         if self._store is not None:
-            result: tuple[list[str], list[list[Any]]] = await self._store.run(
-                self._store.query, query, params or {}, max_rows, timeout
-            )
+            result: tuple[list[str], list[list[Any]]] = await self._store.read(query, params or {}, max_rows, timeout)
             return result
         return await client.sql(self._nc, query, params, max_rows=max_rows, timeout=timeout)
 
