@@ -4,18 +4,23 @@
           ──▶ a fresh ClickHouse session: the limits SET first, readonly=1 last ──▶ rows ──▶ session closed
 
 chDB runs a query and the writer's inserts side by side: each connection is its own handle on the one
-engine and the driver releases the GIL while the engine works (bench/query_isolation.py measures
-what inserts keep of their rate while the heaviest accepted query runs). Nothing a query does outlives
-it: its session is opened for it and closed after it. readonly=1 alone would not do: it refuses
-SETTINGS that loosen a limit, but `SET limit = 1` passes it, and on a shared session every later
-query would have returned one row.
+engine and the driver releases the GIL while the engine works. Side by side is not enough on a small
+node: a query at full priority took half of what the sink stored per second on 2 cores
+(bench/query_isolation.py: 0.48 and 0.59 of the rate alone); with its threads reniced by the engine
+(os_thread_priority=19) the sink kept 0.84 to 1.08 of it. A query stops at its asker's timeout
+(max_execution_time), which is when the asker stops waiting for it.
+
+Nothing a query does outlives it: its session is opened for it and closed after it. readonly=1
+alone would not do: it refuses SETTINGS that loosen a limit, but `SET limit = 1` passes it, and on a
+shared session every later query would have returned one row.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuhealth.errors import QueryError
@@ -36,6 +41,7 @@ class Limits:
     100,000 rows (gpuctl report asks for that much); it runs in seconds, under the 120 s gpuctl
     report allows. What the attacks need is far over them: numbers(1e12) is refused before it starts
     (1e12 rows to read), an unbounded result stops at max_result_rows, anything else at 120 s or 1 GiB.
+    The sink answers READERS queries at once, so its engine gives queries 2 GiB at most.
     """
 
     max_execution_time: int = 120  # s; a query's own timeout, if shorter, is what counts
@@ -43,7 +49,8 @@ class Limits:
     max_result_rows: int = 100_000  # a query's own max_rows, if smaller, is what counts
     max_result_bytes: int = 32 << 20  # a reply is at most 4 MiB of JSON anyway
     max_rows_to_read: int = 2_000_000_000
-    max_threads: int = 1  # in chDB a query gets one of the sink's cores; the writer keeps the rest
+    # In chDB, half the cores at most: the other half is the writer's whatever the query does.
+    max_threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
 
 
 LIMITS = Limits()
@@ -51,7 +58,7 @@ LIMITS = Limits()
 
 def session_settings(limits: Limits, max_rows: int, timeout_s: float, *, in_process: bool) -> dict[str, Any]:
     """The settings of one query's session, in the order they are SET: readonly=1 last, after which
-    nothing in the session can change them."""
+    no statement in the session can loosen them."""
     settings: dict[str, Any] = {
         "max_execution_time": max(1, min(int(timeout_s), limits.max_execution_time)),
         "max_memory_usage": limits.max_memory_usage,
@@ -64,6 +71,8 @@ def session_settings(limits: Limits, max_rows: int, timeout_s: float, *, in_proc
     }
     if in_process:  # a server's reader profile says these (deploy/clickhouse/reader.sql)
         settings["max_threads"] = limits.max_threads
+        # The engine renices the query's threads: the CPU a query takes is what ingestion leaves.
+        settings["os_thread_priority"] = 19
         settings["readonly"] = 1
     return settings
 
