@@ -9,15 +9,16 @@ Accepted, as one statement:
 where every table is one of the gpuhealth database's (an unqualified name means it), one of
 SYSTEM_TABLES, or one of TABLE_FUNCTIONS, which make rows up and read nothing. Anything else is
 refused with a one-line reason: writes, SET, SETTINGS, FORMAT, INTO OUTFILE, other databases,
-every other table function (file, url, s3, remote, …: unknown means refused), the functions in
-SCALAR_OUTSIDE that reach files, dictionaries or other tables by name, `IN table`, several statements,
-and what sqlglot cannot parse.
+every other system table and table function (file, url, s3, remote, …: unknown means refused),
+the functions in SCALAR_OUTSIDE that reach files, dictionaries or other tables by name, `IN name`
+and the functional forms of IN (ClickHouse reads a table of that name), parameters typed
+Identifier, several statements, and what sqlglot cannot parse.
 
 The engine enforces readonly and the limits (sinks/reads.py), but readonly does not stop
 `SELECT file('/etc/shadow')` or `INTO OUTFILE` in chDB: this gate is what keeps a query inside
 gpuhealth's tables. Where sqlglot and ClickHouse might read the text differently, the query is
-refused: non-ASCII outside string literals (ClickHouse takes Unicode quotation marks as quotes), control
-characters, heredoc strings, comments inside comments.
+refused: non-ASCII outside string literals and quoted names (ClickHouse takes Unicode quotation
+marks as quotes), control characters, heredoc strings, comments inside comments.
 """
 
 from __future__ import annotations
@@ -31,20 +32,17 @@ from sqlglot.tokenizer_core import Token, TokenType
 from gpuhealth.errors import QueryRefused
 
 TABLE_FUNCTIONS = frozenset({"numbers", "numbers_mt", "zeros", "zeros_mt"})
+# Made up or the engine's own: none says anything of another database (system.tables would).
 SYSTEM_TABLES = frozenset(
-    {
-        "one",
-        "numbers",
-        "numbers_mt",
-        "zeros",
-        "zeros_mt",
-        "tables",
-        "columns",
-        "parts",
-        "functions",
-        "data_type_families",
-        "time_zones",
-    }
+    {"one", "numbers", "numbers_mt", "zeros", "zeros_mt", "functions", "data_type_families", "time_zones"}
+)
+# The functional forms of IN, whose second argument may name a table: the operator, with a list or
+# a subquery, says the same.
+IN_FUNCTIONS = frozenset(
+    f"{prefix}{name}{suffix}".lower()
+    for prefix in ("", "global")
+    for name in ("In", "NotIn", "NullIn", "NotNullIn")
+    for suffix in ("", "IgnoreSet")
 )
 
 # Functions that read a file, a dictionary or a table named in a string, or the host's internals:
@@ -192,6 +190,8 @@ def _check_words(tokens: list[Token]) -> None:
         if word in ("outfile", "infile"):
             raise _refuse(f"INTO {t.text.upper()} reads or writes a file on the sink's host")
         called = i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
+        if called and word in IN_FUNCTIONS and t.token_type != TokenType.IN:  # `in`(x, t) or notIn(x, t)
+            raise _refuse(f"{t.text}(): write x IN (…) with a list or a subquery")
         if word in SCALAR_OUTSIDE or word.startswith("dictget") or (called and word in TABLE_OUTSIDE):
             raise _refuse(f"{t.text} reaches outside gpuhealth's tables (files, network, other databases)")
 
@@ -235,12 +235,20 @@ def _check_statement(stmt: exp.Expr, database: str) -> None:
             raise _refuse("FORMAT: gpuctl chooses the output format")
         if isinstance(node, exp.Table):
             _check_table(node, database)
-        elif isinstance(node, exp.In) and node.args.get("field") is not None:
-            raise _refuse("IN <table> reads a table by name: write IN (SELECT … FROM table)")
+        elif isinstance(node, exp.In) and _names_a_table(node):
+            raise _refuse("IN <name> may read a table by that name: write IN (SELECT … FROM table)")
         elif isinstance(node, exp.Placeholder) and str(node.args.get("kind")).lower() == "identifier":
             raise _refuse(f"{{{node.name}:Identifier}}: a parameter may not name a table or a column")
         elif isinstance(node, (exp.Join, exp.From)):
             _check_source(node)
+
+
+def _names_a_table(node: exp.In) -> bool:
+    """x IN t and x IN (t): ClickHouse reads t as a table when one has that name."""
+    if node.args.get("field") is not None:
+        return True
+    listed = node.expressions
+    return len(listed) == 1 and isinstance(listed[0], (exp.Column, exp.Identifier, exp.Dot))
 
 
 def _check_source(node: exp.Join | exp.From) -> None:
