@@ -69,6 +69,7 @@ SCALAR_OUTSIDE = frozenset(
         "dictIsIn",
     )
 )
+SCALAR_OUTSIDE_FAMILIES = ("dictget", "naivebayesclassifier")  # dictGetString, naiveBayesClassifierWithProb, …
 # Table functions over files, URLs, object stores, other servers and databases: TABLE_FUNCTIONS is
 # an allowlist already; these are also refused as words before '(' wherever sqlglot puts them.
 TABLE_OUTSIDE = frozenset(
@@ -192,7 +193,7 @@ def _check_words(tokens: list[Token]) -> None:
         called = i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
         if called and word in IN_FUNCTIONS and t.token_type != TokenType.IN:  # `in`(x, t) or notIn(x, t)
             raise _refuse(f"{t.text}(): write x IN (…) with a list or a subquery")
-        if word in SCALAR_OUTSIDE or word.startswith("dictget") or (called and word in TABLE_OUTSIDE):
+        if word in SCALAR_OUTSIDE or word.startswith(SCALAR_OUTSIDE_FAMILIES) or (called and word in TABLE_OUTSIDE):
             raise _refuse(f"{t.text} reaches outside gpuhealth's tables (files, network, other databases)")
 
 

@@ -91,6 +91,7 @@ REFUSED = [
     ("SELECT * FROM someNewTableFunction(1)", "table function someNewTableFunction"),
     ("SELECT joinGet('other.t', 'v', 1)", "joinGet reaches outside"),
     ("SELECT dictGetString('d', 'v', 1)", "dictGetString reaches outside"),
+    ("SELECT naiveBayesClassifierWithProb('m', 'x')", "naiveBayesClassifierWithProb reaches outside"),
     ("SELECT 1 INTO OUTFILE '/etc/cron.d/x'", "INTO OUTFILE"),
     ("INSERT INTO FUNCTION file('/etc/cron.d/x', 'RawBLOB') SELECT 'x'", "file reaches outside"),
     ("INSERT INTO events (id) VALUES ('x')", "INSERT is not a read"),
