@@ -259,6 +259,7 @@ class SinkService:
         self.store = store
         self.durable = durable
         self.rows_written = 0
+        self._answering: set[asyncio.Task[None]] = set()
 
     async def handle_events(self, events: list[Event]) -> None:
         self.rows_written += await self.store.run(
@@ -296,6 +297,14 @@ class SinkService:
             self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
         )
 
+    async def take_query(self, msg: Msg) -> None:
+        """The subscription's callback. nats-py awaits its callbacks one at a time, so each query is
+        answered in a task of its own: a long query does not hold up the next asker (sinks/reads.py
+        bounds how many run and wait)."""
+        task = asyncio.create_task(self.answer_query(msg))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
     async def answer_query(self, msg: Msg) -> None:
         try:
             req = msgspec.json.decode(msg.data, type=QueryRequest)
@@ -317,7 +326,7 @@ class SinkService:
         except Exception as e:  # ClickHouse away: the consumers retry with back-off and ack nothing
             log.warning("clickhouse %s not reachable yet (%s); holding every message until it is",
                         self.store.target.redacted(), _one_line(str(e)))  # fmt: skip
-        await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
+        await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.take_query)
         # (stream, decoder, handler): one durable consumer each, named after the stream.
         wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [
             (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
@@ -342,3 +351,5 @@ class SinkService:
             for spec, decoder, handle, stage in wiring
         ]
         await asyncio.gather(*(c.run(stop) for c in consumers))
+        for task in list(self._answering):  # a stopping sink answers no more
+            task.cancel()

@@ -173,3 +173,12 @@ async def test_ingestion_goes_on_while_the_heaviest_accepted_query_runs(nc: NATS
     assert "TIMEOUT_EXCEEDED" in body["error"] and took < 8 + 10  # cut off at its timeout
     assert stored_alone >= 0.8 * sent_alone and sent > 0
     assert stored >= 0.8 * sent, (sent, stored)  # the writer's thread was never the query's
+
+
+async def test_a_long_query_does_not_hold_up_the_next_asker(nc: NATS, sink: SinkService) -> None:
+    long = asyncio.create_task(ask(nc, HEAVIEST, timeout_s=8))
+    await asyncio.sleep(1)
+    t = time.monotonic()
+    assert (await ask(nc, "SELECT count() FROM events"))["rows"] == [[0]]
+    assert time.monotonic() - t < 3 and not long.done()
+    assert "TIMEOUT_EXCEEDED" in (await long)["error"]
