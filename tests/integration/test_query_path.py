@@ -22,6 +22,7 @@ from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError, QueryRefused
 from gpuhealth.events import encode
 from sinks.clickhouse import SinkService, Store
+from sinks.reads import WAITING, Reads
 from sinks.rows import EVENT_COLUMNS, event_row
 from tests.integration.test_sink import kernel_event
 
@@ -182,3 +183,19 @@ async def test_a_long_query_does_not_hold_up_the_next_asker(nc: NATS, sink: Sink
     assert (await ask(nc, "SELECT count() FROM events"))["rows"] == [[0]]
     assert time.monotonic() - t < 3 and not long.done()
     assert "TIMEOUT_EXCEEDED" in (await long)["error"]
+
+
+async def test_a_flood_of_queries_waits_in_a_bounded_line_and_the_rest_are_turned_away(store: Store) -> None:
+    reads = Reads(store.target, readers=1)
+    try:
+        running = asyncio.create_task(reads.query(HEAVIEST, {}, 10, 3))
+        await asyncio.sleep(0.5)
+        waiting = [asyncio.create_task(reads.query("SELECT 1", {}, 10, 5)) for _ in range(WAITING)]
+        await asyncio.sleep(0.1)
+        with pytest.raises(QueryError, match=f"has {WAITING} queries waiting"):
+            await reads.query("SELECT 1", {}, 10, 5)
+        assert [await w for w in waiting] == [(["1"], [[1]])] * WAITING  # each answered once its turn came
+        with pytest.raises(QueryError, match="TIMEOUT_EXCEEDED"):
+            await running
+    finally:
+        reads.close()
