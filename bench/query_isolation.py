@@ -6,9 +6,10 @@
   gpuhealth.v1.query.sql as anyone on the bus may ask it (QUERY_S seconds a run, then the engine
   cuts it off); ratio = during / alone, goal >= 0.9.
 - queries_cut_off: how many runs of it the engine stopped at their timeout meanwhile.
-- huge_rss_mb_before / _after: the process's RSS around `SELECT number FROM numbers(1.5e7)` asked
-  with max_rows 1e9 (refused at the 100,000-row cap) and the same with SETTINGS max_result_rows = 0
-  (refused by the gate): on 49f4b83 the second took the sink from 365 MB to 3.0 GB.
+- huge_rss_mb_before / _after, huge_peak_rss_growth_mb: the process's RSS around `SELECT number FROM
+  numbers(1.5e7)` asked with max_rows 1e9 (refused at the 100,000-row cap) and the same with
+  SETTINGS max_result_rows = 0 (refused by the gate), and how far its peak RSS rose meanwhile: on
+  49f4b83 the second took the sink from 365 MB to 3.0 GB.
 
 Prints its figures as one JSON object on the last line.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -106,12 +108,12 @@ async def main(n: int, query_s: int) -> None:
             cut_off += await queries
             first += 2 * n
 
-        rss_before = psutil.Process().memory_info().rss
+        rss_before, peak_before = psutil.Process().memory_info().rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         for fields in ({"sql": HUGE, "max_rows": 10**9}, {"sql": f"{HUGE} SETTINGS max_result_rows = 0"}):
             body = await ask(nc, **fields)
             if "error" not in body:
                 raise SystemExit(f"the huge query was answered: {len(body['rows'])} rows")
-        rss_after = psutil.Process().memory_info().rss
+        rss_after, peak_after = psutil.Process().memory_info().rss, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         _, [[stored]] = await store.run(store.query, "SELECT count() FROM events", {}, 10, 30)
         assert stored == first, (stored, first)
         await nc.close()
@@ -126,6 +128,7 @@ async def main(n: int, query_s: int) -> None:
         "queries_cut_off": cut_off,
         "huge_rss_mb_before": round(rss_before / 2**20),
         "huge_rss_mb_after": round(rss_after / 2**20),
+        "huge_peak_rss_growth_mb": round((peak_after - peak_before) / 2**10),  # ru_maxrss is in KiB
         "goals": {"ratio": 0.9},
     }
     for name, value in figures.items():
