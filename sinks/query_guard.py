@@ -311,10 +311,10 @@ def _check_show(rest: str, database: str) -> None:
         words[:2] == ["TABLES", "LIKE"] and len(tokens) == 3 and tokens[2].token_type == TokenType.STRING
     ):
         return
-    if words[:1] == ["CREATE"]:
-        name = rest[tokens[2 if words[1:2] == ["TABLE"] else 1].start :] if len(tokens) > 1 else ""
-        table = _parse(f"DESCRIBE TABLE {name}")
-        if isinstance(table, exp.Describe) and isinstance(table.this, exp.Table):
+    # CREATE TABLE t or db.t only: SHOW CREATE DATABASE, USER, ROLE, … show what is not gpuhealth's tables.
+    if words[:2] == ["CREATE", "TABLE"] and len(tokens) in (3, 5):
+        table = _parse(f"DESCRIBE TABLE {rest[tokens[2].start :]}")
+        if isinstance(table, exp.Describe) and isinstance(table.this, exp.Table) and not table.this.alias:
             _check_statement(table, database)
             return
     raise _refuse("SHOW runs as SHOW TABLES [LIKE '…'] or SHOW CREATE TABLE <table>")

@@ -55,6 +55,7 @@ ACCEPTED = [
     "SHOW TABLES",
     "SHOW TABLES LIKE 'metrics%'",
     "SHOW CREATE TABLE events",
+    "SHOW CREATE TABLE gpuhealth.metrics_hourly",
     "SELECT 'wrote to \u2018file\u2019' AS \"café\"",  # non-ASCII inside a string literal or a quoted name is data
 ]
 
@@ -129,6 +130,10 @@ REFUSED = [
     ("DESCRIBE system.processes", "system.processes"),
     ("SHOW DATABASES", "SHOW runs as"),
     ("SHOW CREATE TABLE other.t", "other.t"),
+    ("SHOW CREATE DATABASE other", "SHOW runs as"),
+    ("SHOW CREATE USER", "SHOW runs as"),
+    ("SHOW CREATE other.t", "SHOW runs as"),
+    ("SHOW CREATE TABLE events AS x", "not understood"),
     ("OPTIMIZE TABLE events FINAL", "not a read"),
     ("KILL QUERY WHERE 1", "not"),
     ("SYSTEM SHUTDOWN", "not a read"),
