@@ -199,3 +199,53 @@ async def test_a_flood_of_queries_waits_in_a_bounded_line_and_the_rest_are_turne
             await running
     finally:
         reads.close()
+
+
+# Ways ClickHouse has to reach a table by name; each must be refused, or read nothing of it.
+SNEAKY = [
+    "SELECT * FROM {o}.canary",
+    "SELECT * FROM `{o}`.`canary`",
+    "SELECT * FROM {o} . canary",
+    "SELECT * FROM {o}./* c */canary",
+    "SELECT 'CANARY' IN {o}.canary",
+    "SELECT 'CANARY' IN ({o}.canary)",
+    "SELECT 'CANARY' GLOBAL NOT IN {o}.canary",
+    "SELECT globalIn('CANARY', {o}.canary)",
+    "SELECT notIn('CANARY', {o}.canary)",
+    "SELECT `in`('CANARY', {o}.canary)",
+    "SELECT (SELECT any(v) FROM {o}.canary)",
+    "WITH c AS (SELECT v FROM {o}.canary) SELECT * FROM c",
+    "SELECT * FROM (SELECT 1) AS t JOIN {o}.canary ON 1",
+    "SELECT * FROM merge('{o}', '.*')",
+    "SELECT * FROM merge(REGEXP('{o}'), '.*')",
+    "SELECT joinGet('{o}.canary', 'v', 1)",
+    "SELECT * FROM system.tables WHERE database = '{o}'",
+    "SELECT * FROM system.columns WHERE database = '{o}'",
+    "SHOW TABLES FROM {o}",
+    "SHOW CREATE TABLE {o}.canary",
+    "SHOW CREATE DATABASE {o}",
+    "DESCRIBE {o}.canary",
+    "EXPLAIN SELECT * FROM {o}.canary",
+    "SELECT * FROM remote('127.0.0.1', {o}.canary)",
+    "SELECT * FROM view(SELECT * FROM {o}.canary)",
+    "SELECT * FROM {{db:Identifier}}.canary",
+]
+
+
+@pytest.mark.parametrize("sql", SNEAKY)
+def test_another_database_stays_out_of_reach(store: Store, sql: str) -> None:
+    other = f"{store.database}_other"
+    store.client.command(f"CREATE DATABASE IF NOT EXISTS {other}")
+    try:
+        store.client.command(f"CREATE TABLE IF NOT EXISTS {other}.canary (v String) ENGINE = Memory")
+        store.client.command(f"INSERT INTO {other}.canary VALUES ('CANARY')")
+        try:
+            _, rows = store.query(sql.format(o=other), {"db": other}, 100, 5)
+        except QueryRefused:
+            return
+        except QueryError as e:  # past the gate, the engine failed it: nothing of the canary came back
+            assert "CANARY" not in str(e)
+            return
+        assert "CANARY" not in repr(rows) and other not in repr(rows), rows
+    finally:
+        store.client.command(f"DROP DATABASE IF EXISTS {other}")
