@@ -69,7 +69,9 @@ def session_settings(limits: Limits, max_rows: int, timeout_s: float, *, in_proc
         "read_overflow_mode": "throw",
         "allow_introspection_functions": 0,
     }
-    if in_process:  # a server's reader profile says these (deploy/clickhouse/reader.sql)
+    # On a server the reader's profile makes the session read-only (deploy/clickhouse/reader.sql),
+    # and a query's threads are the server's, not the sink's.
+    if in_process:
         settings["max_threads"] = limits.max_threads
         # The engine renices the query's threads: the CPU a query takes is what ingestion leaves.
         settings["os_thread_priority"] = 19
