@@ -78,7 +78,10 @@ app.command("scan")(cli_kernel.scan)
 app.command("set-healthy")(cli_kernel.set_healthy)
 app.command("events")(cli_read.events)
 app.command("watch")(cli_read.watch)
-app.command("sql")(cli_read.sql)
+# A query may open with a comment: "-- …" is the query, not an unknown option.
+app.command("sql", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})(
+    cli_read.sql
+)
 app.command("incidents")(cli_read.incidents)
 app.add_typer(cli_rules.rules_app, name="rules")
 app.command("replay")(cli_rules.replay)

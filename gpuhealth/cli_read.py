@@ -94,9 +94,7 @@ class Reader:
     async def sql(self, query: str, params: dict[str, Any] | None = None, *, max_rows: int = 10_000,
                   timeout: float = 30.0) -> tuple[list[str], list[list[Any]]]:  # fmt: skip
         if self._store is not None:
-            result: tuple[list[str], list[list[Any]]] = await self._store.run(
-                self._store.query, query, params or {}, max_rows, timeout
-            )
+            result: tuple[list[str], list[list[Any]]] = await self._store.read(query, params or {}, max_rows, timeout)
             return result
         return await client.sql(self._nc, query, params, max_rows=max_rows, timeout=timeout)
 
@@ -214,9 +212,7 @@ def incidents(
 
 
 def sql(
-    query: Annotated[
-        str, typer.Argument(help="a read-only ClickHouse query, e.g. 'SELECT count() FROM gpuhealth.events'")
-    ],
+    query: Annotated[str, typer.Argument(help="a read-only ClickHouse query, e.g. 'SELECT count() FROM events'")],
     json_out: Annotated[bool, typer.Option("--json", help="print an array of objects keyed by column name")] = False,
     max_rows: Annotated[int, typer.Option("--max-rows", help="refuse results longer than this")] = 10_000,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds the query may run")] = 30.0,
@@ -224,7 +220,10 @@ def sql(
     nats: NatsOpt = None,
     clickhouse: DirectClickhouseOpt = None,
 ) -> None:
-    """Run read-only SQL on gpuhealth's ClickHouse store (through the sink that owns it, or --clickhouse)."""
+    """Run read-only SQL on gpuhealth's ClickHouse store (through the sink that owns it, or --clickhouse).
+
+    Tables are gpuhealth's (plain names mean them); SELECT, EXPLAIN, DESCRIBE and SHOW run, inside
+    limits. Anything else is refused before it runs, in one line saying why (exit 1)."""
 
     async def run() -> tuple[list[str], list[list[Any]]]:
         async with Reader(data_dir, nats, clickhouse) as r:

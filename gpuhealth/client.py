@@ -151,5 +151,7 @@ async def sql(
         raise QueryError(f"the query did not finish in {timeout:.0f}s") from e
     body = msgspec.json.decode(reply.data)
     if body.get("error"):
-        raise QueryError(body["error"])
+        from gpuhealth.errors import QueryRefused  # local: this change stays inside sql()
+
+        raise (QueryRefused if body.get("refused") else QueryError)(body["error"])
     return body.get("columns", []), body.get("rows", [])

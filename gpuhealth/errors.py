@@ -7,6 +7,7 @@
     │   (also a PermissionError)
     ├── EmbeddedServerError      the embedded nats-server could not start
     ├── QueryError               the sink refused or failed a read-only query
+    │   └── QueryRefused         the query path's gate refused it before it ran (not a read of gpuhealth's tables)
     └── SourceError              a producer cannot open its source
         (also an OSError, so callers that handle OS errors handle it)
 
@@ -38,6 +39,10 @@ class EmbeddedServerError(GpuhealthError):
 
 
 class QueryError(GpuhealthError):
+    pass
+
+
+class QueryRefused(QueryError):
     pass
 
 

@@ -2,7 +2,8 @@
 
 One writer thread owns the clickhouse-connect client: chDB's client is
 synchronous and its directory can be opened by one process, so every insert
-and every read-only query runs there, never on the event loop. Inserts are
+runs there, never on the event loop. Read-only queries never use it: they go
+through sinks/reads.py (checked, on reader threads, a session each). Inserts are
 idempotent by id: before a batch goes in, the ids already stored are looked
 up (bloom-filter index, time range pruned) and skipped, so a redelivered
 event is never counted twice, whatever batch it comes back in. With one sink
@@ -29,7 +30,7 @@ from nats.js import JetStreamContext
 
 from gpuhealth import subjects
 from gpuhealth.consumer import Consumer
-from gpuhealth.errors import QueryError
+from gpuhealth.errors import QueryError, QueryRefused
 from gpuhealth.events import (
     DLQ_DECODER,
     EVENT_DECODER,
@@ -45,6 +46,7 @@ from gpuhealth.events import (
     MetricBatch,
 )
 from sinks import target as target_mod
+from sinks.reads import Reads
 from sinks.rows import (
     DLQ_COLUMNS,
     EVENT_COLUMNS,
@@ -105,9 +107,7 @@ class Store:
         self.metrics_ttl_days = metrics_ttl_days  # raw samples; the hourly rollup is kept
         self.database = self.target.database
         self.client: Any = None
-        # Queries get their own client: chDB keeps per-query settings on the session, so a
-        # read-only query on the writer's client would leave the writer read-only.
-        self.reader: Any = None
+        self.reads = Reads(self.target)  # queries: never on the writer's thread or session
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -124,18 +124,12 @@ class Store:
             os.makedirs(self.target.path, exist_ok=True)
         client = clickhouse_connect.get_client(**self.target.client_kwargs())
         try:
-            reader = clickhouse_connect.get_client(**self.target.client_kwargs())
-        except Exception:
-            client.close()
-            raise
-        try:
             if not self.read_only:
                 self.migrate(client)
         except Exception:
             client.close()
-            reader.close()
             raise
-        self.client, self.reader = client, reader
+        self.client = client  # in chDB, also what keeps the engine open between queries
 
     def migrate(self, client: Any = None) -> None:
         c, db = client or self.client, self.database
@@ -158,10 +152,10 @@ class Store:
                           f"{int(self.metrics_ttl_days)} DAY")  # fmt: skip
 
     def close(self) -> None:
-        for c in (self.client, self.reader):
-            if c is not None:
-                c.close()
-        self.client = self.reader = None
+        self.reads.close()
+        if self.client is not None:
+            self.client.close()
+        self.client = None
         self._thread.shutdown(wait=True)
 
     def insert_new(
@@ -213,19 +207,21 @@ class Store:
         return len(rows)
 
     def query(self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
+        """A read-only query on the calling thread (tests, scripts); the sink and gpuctl use read."""
         if self.client is None:
             self.connect()
-        settings = {
-            "readonly": 2,
-            "max_result_rows": max_rows,
-            "result_overflow_mode": "throw",
-            "max_execution_time": max(1, int(timeout_s)),
-        }
-        try:
-            r = self.reader.query(sql, parameters=params or None, settings=settings)
-        except Exception as e:  # the driver raises its own DatabaseError family
-            raise QueryError(_one_line(str(e))) from e
-        return list(r.column_names), [list(row) for row in r.result_rows]
+        return self.reads.run(sql, params, max_rows, timeout_s)
+
+    async def read(
+        self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float
+    ) -> tuple[list[str], list[Any]]:
+        """A read-only query on a reader thread: the writer's thread goes on inserting meanwhile."""
+        if self.client is None:
+            try:
+                await self.run(self.connect)
+            except Exception as e:  # ClickHouse away: the asker hears why
+                raise QueryError(f"clickhouse {self.target.redacted()} not reachable: {_one_line(str(e))}") from e
+        return await self.reads.query(sql, params, max_rows, timeout_s)
 
 
 def _one_line(text: str) -> str:
@@ -246,6 +242,7 @@ class QueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     columns: list[str] = []
     rows: list[list[Any]] = []
     error: str | None = None
+    refused: bool = False  # the gate refused the query: it never ran
 
 
 MAX_REPLY_BYTES = 4 << 20
@@ -262,6 +259,7 @@ class SinkService:
         self.store = store
         self.durable = durable
         self.rows_written = 0
+        self._answering: set[asyncio.Task[None]] = set()
 
     async def handle_events(self, events: list[Event]) -> None:
         self.rows_written += await self.store.run(
@@ -299,12 +297,18 @@ class SinkService:
             self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
         )
 
+    async def take_query(self, msg: Msg) -> None:
+        """The subscription's callback. nats-py awaits its callbacks one at a time, so each query is
+        answered in a task of its own: a long query does not hold up the next asker (sinks/reads.py
+        bounds how many run and wait)."""
+        task = asyncio.create_task(self.answer_query(msg))
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
     async def answer_query(self, msg: Msg) -> None:
         try:
             req = msgspec.json.decode(msg.data, type=QueryRequest)
-            columns, rows = await self.store.run(
-                self.store.query, req.sql, req.params, min(req.max_rows, 1_000_000), min(req.timeout_s, 300.0)
-            )
+            columns, rows = await self.store.read(req.sql, req.params, req.max_rows, req.timeout_s)
             reply = msgspec.json.encode(QueryResponse(columns=columns, rows=rows))
             if len(reply) > MAX_REPLY_BYTES:
                 reply = msgspec.json.encode(
@@ -313,7 +317,7 @@ class SinkService:
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             reply = msgspec.json.encode(QueryResponse(error=f"bad query request: {e}"))
         except QueryError as e:
-            reply = msgspec.json.encode(QueryResponse(error=str(e)))
+            reply = msgspec.json.encode(QueryResponse(error=str(e), refused=isinstance(e, QueryRefused)))
         await msg.respond(reply)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -322,7 +326,7 @@ class SinkService:
         except Exception as e:  # ClickHouse away: the consumers retry with back-off and ack nothing
             log.warning("clickhouse %s not reachable yet (%s); holding every message until it is",
                         self.store.target.redacted(), _one_line(str(e)))  # fmt: skip
-        await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.answer_query)
+        await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.take_query)
         # (stream, decoder, handler): one durable consumer each, named after the stream.
         wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [
             (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
@@ -347,3 +351,5 @@ class SinkService:
             for spec, decoder, handle, stage in wiring
         ]
         await asyncio.gather(*(c.run(stop) for c in consumers))
+        for task in list(self._answering):  # a stopping sink answers no more
+            task.cancel()

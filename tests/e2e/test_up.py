@@ -295,7 +295,7 @@ def test_sql_answers_read_only_queries_and_inventory_is_stored(simulated_stack: 
                "--data-dir", data)  # fmt: skip
     assert r.returncode == 0 and r.stdout.startswith("name")
     r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
-    assert r.returncode == 1 and "readonly" in r.stderr.lower() and "Traceback" not in r.stderr
+    assert r.returncode == 1 and "refused: DROP is not a read" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_fleet_view_scores_nodes_and_gpus(simulated_stack: Up) -> None:

@@ -434,3 +434,48 @@ def test_every_grafana_panel_runs_on_the_embedded_store_and_shows_the_generated_
     for column, key in (("Unhealthy", "unhealthy_s"), ("Degraded", "degraded_s"), ("Unknown", "unknown_s")):
         hours = sum(a[key] for a in truth["availability"].values()) / 3600
         assert abs(sum(s[column] for s in steps) - hours) <= 1, column
+
+
+# ---------------------------------------------------------------- ClickHouse reader
+
+READER_SQL = DEPLOY / "clickhouse" / "reader.sql"
+
+
+def reader_statements() -> list[str]:
+    body = "\n".join(line for line in READER_SQL.read_text().splitlines() if not line.startswith("--"))
+    return [" ".join(s.split()) for s in body.split(";") if s.strip()]
+
+
+def test_the_reader_sql_parses_in_clickhouse_and_grants_select_on_gpuhealth_only(store: Store) -> None:
+    statements = reader_statements()
+    for stmt in statements:  # ClickHouse's own parser, with a password in the placeholder's place
+        store.client.query("EXPLAIN AST " + stmt.replace("@READER_PASSWORD@", "'secret'"))
+    [user] = [s for s in statements if s.startswith("CREATE USER")]
+    with pytest.raises(Exception, match="Syntax error"):  # as shipped, it cannot create a user with a known password
+        store.client.query("EXPLAIN AST " + user)
+    assert user.endswith("SETTINGS PROFILE 'gpuhealth_reader'")
+    assert [s for s in statements if s.startswith("GRANT")] == [
+        "GRANT ON CLUSTER gpuhealth SELECT ON gpuhealth.* TO gpuhealth_reader"
+    ]
+    assert all(s.startswith(("CREATE SETTINGS PROFILE", "CREATE USER", "GRANT")) for s in statements)
+
+
+def test_the_reader_profile_has_the_limits_the_sink_enforces() -> None:
+    from sinks.reads import LIMITS, session_settings
+
+    [profile] = [s for s in reader_statements() if s.startswith("CREATE SETTINGS PROFILE")]
+    setting = re.compile(
+        r"(?P<name>\w+) = (?P<value>'?\w+'?)(?: MIN (?P<min>\d+))?(?: MAX (?P<max>\d+))?(?P<const> CONST)?"
+    )
+    found = {
+        m["name"]: (m["value"].strip("'"), m["min"], m["max"], bool(m["const"]))
+        for m in setting.finditer(profile.rsplit(" SETTINGS ", 1)[1])
+    }
+    assert found.pop("readonly") == ("2", None, None, False)
+    wanted = session_settings(LIMITS, 10**12, 10**6, in_process=False)  # the caps, as the sink sets them
+    assert set(found) == set(wanted)
+    for name, value in wanted.items():
+        if isinstance(value, str) or name == "allow_introspection_functions":
+            assert found[name] == (str(value), None, None, True), name  # fixed
+        else:
+            assert found[name] == (str(value), "1", str(value), False), name  # 0 would mean unlimited

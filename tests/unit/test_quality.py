@@ -38,7 +38,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_command in (REPO / ".ci" / "run").read_text()
 
 
-HEAVY = {"chdb", "pandas", "pyarrow", "clickhouse_connect", "typer", "pydantic", "rich", "click"}
+HEAVY = {"chdb", "pandas", "pyarrow", "clickhouse_connect", "sqlglot", "typer", "pydantic", "rich", "click"}
 
 
 def test_the_agent_process_holds_no_storage_engine_or_cli_framework() -> None:
