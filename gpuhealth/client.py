@@ -16,7 +16,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import bus, localauth, subjects
 from gpuhealth.config import read_run_info
-from gpuhealth.errors import ConfigError, NotRunningError, QueryError
+from gpuhealth.errors import ConfigError, NotRunningError, QueryError, QueryRefused
 from gpuhealth.events import HEALTH_DECODER, HEALTH_ORDER, INVENTORY_DECODER, HealthState, Inventory
 
 
@@ -151,7 +151,5 @@ async def sql(
         raise QueryError(f"the query did not finish in {timeout:.0f}s") from e
     body = msgspec.json.decode(reply.data)
     if body.get("error"):
-        from gpuhealth.errors import QueryRefused  # local: this change stays inside sql()
-
         raise (QueryRefused if body.get("refused") else QueryError)(body["error"])
     return body.get("columns", []), body.get("rows", [])
