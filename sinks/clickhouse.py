@@ -28,7 +28,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from gpuhealth import subjects
-from gpuhealth.consumer import Consumer
+from gpuhealth.consumer import Consumer, is_outage
 from gpuhealth.errors import QueryError
 from gpuhealth.events import (
     DLQ_DECODER,
@@ -232,6 +232,30 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
 
 
+# Server errors that say ClickHouse is overloaded, restarting or its cluster unwell: the rows are not at fault.
+_BUSY = re.compile(
+    r"\b(?:MEMORY_LIMIT_EXCEEDED|TOO_MANY_PARTS|TOO_MANY_SIMULTANEOUS_QUERIES|TIMEOUT_EXCEEDED|SOCKET_TIMEOUT|"
+    r"NETWORK_ERROR|ALL_CONNECTION_TRIES_FAILED|TABLE_IS_READ_ONLY|KEEPER_EXCEPTION|NO_ZOOKEEPER|ABORTED|"
+    r"QUERY_WAS_CANCELLED|UNFINISHED|response code 50[234])\b"
+)
+
+
+def store_away(error: BaseException) -> bool:
+    """ClickHouse (or NATS) away or busy: hold the messages. Anything else a message may be guilty of."""
+    if is_outage(error):
+        return True
+    from clickhouse_connect.driver.exceptions import OperationalError  # loaded already by connect()
+
+    e: BaseException | None = error
+    for _ in range(8):  # a driver error's chain of causes is short
+        if e is None:
+            break
+        if isinstance(e, OperationalError) or _BUSY.search(str(e)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
 # ---------------------------------------------------------------- read path over NATS
 
 
@@ -343,6 +367,7 @@ class SinkService:
                 handle=handle,
                 batch=self.batch,
                 linger_s=self.linger_s,
+                outage=store_away,
             )
             for spec, decoder, handle, stage in wiring
         ]
