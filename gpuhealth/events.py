@@ -42,12 +42,13 @@ _I64 = 2**63 - 1
 Nanos = Annotated[int, msgspec.Meta(ge=0, le=_I64, description="Unix epoch nanoseconds")]
 UInt32 = Annotated[int, msgspec.Meta(ge=0, le=_U32)]
 Code = Annotated[int, msgspec.Meta(ge=0, le=_U32, description="an Xid or SXid code (UInt32 in the store)")]
-# pid_t is a signed 32-bit int; Linux caps pid_max at 2^22.
-Pid = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+# gpu_processes.pid is UInt32 (NVML's unsigned int); the kernel's pid_t is narrower still.
+Pid = Annotated[int, msgspec.Meta(ge=0, le=_U32)]
 # Names that become subject tokens, KV keys and parts of the rules' keys (joined with \x1f): no control characters.
-Name = Annotated[str, msgspec.Meta(pattern=r"^[^\x00-\x1f\x7f]*$")]
-PciId = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$",
-                                    description="domain:bus:device.function")]  # fmt: skip
+# (?![\s\S]) is the very end: "$" would let one trailing newline through.
+Name = Annotated[str, msgspec.Meta(pattern=r"^[^\x00-\x1f\x7f]*(?![\s\S])")]
+_PCI = r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?![\s\S])"
+PciId = Annotated[str, msgspec.Meta(pattern=_PCI, description="domain:bus:device.function")]
 
 
 class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True):

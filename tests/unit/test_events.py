@@ -111,7 +111,7 @@ def test_a_number_past_int64_does_not_decode(field: str, value: int) -> None:
         EVENT_DECODER.decode(msgspec.msgpack.encode(wire))
 
 
-@pytest.mark.parametrize("pci", ["0000:04:00.0\x1f", "0000:04\x1f:00.0", "x", ""])
+@pytest.mark.parametrize("pci", ["0000:04:00.0\x1f", "0000:04\x1f:00.0", "0000:04:00.0\n", "x", ""])
 def test_a_pci_id_not_of_its_format_does_not_decode(pci: str) -> None:
     wire = msgspec.msgpack.decode(encode(KernelEvent(**BASE, kind="xid", message="m")))
     wire["pci_bus_id"] = pci
@@ -122,10 +122,19 @@ def test_a_pci_id_not_of_its_format_does_not_decode(pci: str) -> None:
 def test_names_with_control_characters_do_not_decode_and_the_extremes_that_fit_do() -> None:
     health = HealthState(**BASE, entity="GPU-1", health="Healthy", reason="", since=1)
     for field in ("node", "component", "entity"):
-        wire = msgspec.msgpack.decode(encode(health))
-        wire[field] = "a\x1fb"
-        with pytest.raises(msgspec.ValidationError, match=field):
-            HEALTH_DECODER.decode(msgspec.msgpack.encode(wire))
-    edge = KernelEvent(**{**BASE, "time": 2**63 - 1}, kind="xid", message="m\ttab", xid=2**32 - 1, count=2**32 - 1,
-                       seq=2**63 - 1, pid=2**31 - 1, pci_bus_id="00000000:3B:00.7")  # fmt: skip
+        for bad in ("a\x1fb", "a\n"):  # a trailing newline too, which a regex's "$" lets through
+            wire = msgspec.msgpack.decode(encode(health))
+            wire[field] = bad
+            with pytest.raises(msgspec.ValidationError, match=field):
+                HEALTH_DECODER.decode(msgspec.msgpack.encode(wire))
+    edge = KernelEvent(
+        **{**BASE, "time": 2**63 - 1},
+        kind="xid",
+        message="m\ttab",
+        xid=2**32 - 1,
+        count=2**32 - 1,
+        seq=2**63 - 1,
+        pid=2**32 - 1,
+        pci_bus_id="00000000:3B:00.7",
+    )
     assert EVENT_DECODER.decode(encode(edge)) == edge
