@@ -250,7 +250,8 @@ class Consumer(Generic[T]):
             if error is None:
                 return True
             telemetry.RETRIES.labels(self.stage).inc()
-            if self.outage(error):
+            away = self.outage(error)
+            if away:
                 failed = 0  # not the messages' fault: hold them all, for as long as it takes
             else:
                 failed += 1
@@ -262,8 +263,10 @@ class Consumer(Generic[T]):
                     reason = f"{self.stage} failed on this message alone {failed} times: {_one_line(error)}"
                     await self.dead_letter(part[0][0], reason)
                     return True
+            # Said for the batch; the search for the poison in it is quiet until the dead letter says what it found.
+            level = logging.WARNING if away or tries_before_split > 1 else logging.DEBUG
             why = _one_line(error)
-            log.warning("%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(part), why, delay)
+            log.log(level, "%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(part), why, delay)
             # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
             for m in msgs:
                 with contextlib.suppress(nats.errors.Error):
