@@ -1,6 +1,11 @@
 """A stage's durable pull consumer: fetch a batch, decode it (dead-lettering what cannot be used),
 run the stage's effect until it succeeds, then acknowledge. Nothing is acknowledged before its
-effect is done, so a crash anywhere redelivers, and every stage is idempotent by message id."""
+effect is done, so a crash anywhere redelivers, and every stage is idempotent by message id.
+
+An effect that fails because the store or the bus is away (``is_outage``) is retried with back-off
+for as long as it takes: every message is held. One that keeps failing for any other reason is
+split in halves, in order, until the message that fails alone is found: that one is dead-lettered
+with the error, the rest are handled, and the stage moves on (one poison message never stalls it)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import subjects, telemetry
 from gpuhealth.bus import publish_batch
-from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, encode, new_id, now_ns
+from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, derived_id, encode, now_ns
 from gpuhealth.jetstream import ConsumerGone, Puller, connection_of
 
 log = logging.getLogger("gpuhealth.bus")
@@ -30,6 +35,34 @@ _VERSION = str(SCHEMA_VERSION)
 
 class _Refused(NamedTuple):
     reason: str
+
+
+# Connection-level failures: the other side is away or slow, and the message is not at fault.
+_AWAY: tuple[type[BaseException], ...] = (
+    OSError,  # ConnectionRefusedError, ConnectionResetError, socket timeouts
+    TimeoutError,
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.StaleConnectionError,
+    nats.errors.NoServersError,
+    nats.errors.OutboundBufferLimitError,
+    nats.js.errors.ServiceUnavailableError,  # JetStream without quorum
+)
+
+
+def is_outage(error: BaseException) -> bool:
+    """The store or the bus being away, anywhere in the chain of causes (a driver wraps the socket's error)."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, _AWAY):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class Consumer(Generic[T]):
@@ -49,6 +82,8 @@ class Consumer(Generic[T]):
         ack_wait_s: float = 15.0,
         start_seq: int | None = None,
         linger_s: float = 0.0,
+        outage: Callable[[BaseException], bool] = is_outage,
+        poison_tries: int = 3,
     ) -> None:
         self.js = js
         self.stream = stream
@@ -63,6 +98,9 @@ class Consumer(Generic[T]):
         # Wait up to this long for a batch to fill: a store wants few large inserts, a rules
         # engine wants every event at once (0).
         self.linger_s = linger_s
+        self.outage = outage  # the stage's store may have failures of its own that mean "away"
+        # A batch failing this often (not for an outage) is split; a message failing alone this often is poison.
+        self.poison_tries = poison_tries
         self.processed = 0
         self.dead_lettered = 0
 
@@ -96,19 +134,20 @@ class Consumer(Generic[T]):
             backoff = 0.0
             if self.linger_s and len(msgs) < self.batch:
                 msgs += await self._linger(puller, len(msgs))
-            good: list[T] = []
+            good: list[tuple[Msg, T]] = []
             for m in msgs:
                 item = self._decode(m)
                 if isinstance(item, _Refused):
                     await self.dead_letter(m, item.reason)
                 else:
-                    good.append(item)
+                    good.append((m, item))
             if not await self._handle_until_done(good, msgs, stop):
                 # Stopping with the batch unhandled: hand it back now rather than after ack_wait.
                 for m in msgs:
                     with contextlib.suppress(nats.errors.Error):
                         await m.nak()
                 return
+            telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
             for m in msgs:
                 await _ack(m)
 
@@ -173,9 +212,12 @@ class Consumer(Generic[T]):
         self.dead_lettered += 1
         telemetry.DEAD_LETTERS.labels(self.stage).inc()
         seq = m.metadata.sequence.stream if m.reply else 0
+        # The message's place in its stream makes the letter: a redelivered message dead-lettered again
+        # is the same letter (same id and time), which JetStream and the sink store once.
+        at = int(m.metadata.timestamp.timestamp() * 1e9) if m.reply and m.metadata.timestamp else now_ns()
         letter = DeadLetter(
-            id=new_id(),
-            time=now_ns(),
+            id=derived_id(at, self.stage, self.stream, seq),
+            time=at,
             stage=self.stage,
             subject=m.subject,
             reason=reason,
@@ -192,19 +234,39 @@ class Consumer(Generic[T]):
                 log.warning("%s: dead-letter publish failed (%s); retrying", self.stage, e)
                 await asyncio.sleep(0.5)
 
-    async def _handle_until_done(self, items: list[T], msgs: list[Msg], stop: asyncio.Event) -> bool:
-        """Run the stage's effect, retrying with back-off; False when stopped first."""
-        delay = 0.2
+    async def _handle_until_done(self, good: list[tuple[Msg, T]], msgs: list[Msg], stop: asyncio.Event) -> bool:
+        """Run the stage's effect on the batch until it is done; False when stopped first."""
+        return await self._settle(good, msgs, stop, tries_before_split=self.poison_tries)
+
+    async def _settle(
+        self, part: list[tuple[Msg, T]], msgs: list[Msg], stop: asyncio.Event, *, tries_before_split: int
+    ) -> bool:
+        """Handle ``part``, retrying with back-off through an outage. After ``tries_before_split`` other
+        failures it is split in halves, handled in order (the rules depend on it), each split again on its
+        first failure; a message that fails alone ``poison_tries`` times is dead-lettered with the error."""
+        delay, failed = 0.2, 0
         while True:
-            try:
-                with telemetry.BATCH_SECONDS.labels(self.stage).time():
-                    await self.handle(items)
-                self.processed += len(items)
-                telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
+            error = await self._attempt([item for _, item in part])
+            if error is None:
                 return True
-            except Exception as e:
-                telemetry.RETRIES.labels(self.stage).inc()
-                log.warning("%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(items), e, delay)
+            telemetry.RETRIES.labels(self.stage).inc()
+            away = self.outage(error)
+            if away:
+                failed = 0  # not the messages' fault: hold them all, for as long as it takes
+            else:
+                failed += 1
+                if len(part) > 1 and failed >= tries_before_split:
+                    half = len(part) // 2
+                    first = await self._settle(part[:half], msgs, stop, tries_before_split=1)
+                    return first and await self._settle(part[half:], msgs, stop, tries_before_split=1)
+                if len(part) == 1 and failed >= self.poison_tries:
+                    reason = f"{self.stage} failed on this message alone {failed} times: {_one_line(error)}"
+                    await self.dead_letter(part[0][0], reason)
+                    return True
+            # Said for the batch; the search for the poison in it is quiet until the dead letter says what it found.
+            level = logging.WARNING if away or tries_before_split > 1 else logging.DEBUG
+            why = _one_line(error)
+            log.log(level, "%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(part), why, delay)
             # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
             for m in msgs:
                 with contextlib.suppress(nats.errors.Error):
@@ -215,6 +277,19 @@ class Consumer(Generic[T]):
             except TimeoutError:
                 pass
             delay = min(delay * 2, 10.0)
+
+    async def _attempt(self, items: list[T]) -> Exception | None:
+        try:
+            with telemetry.BATCH_SECONDS.labels(self.stage).time():
+                await self.handle(items)
+        except Exception as e:
+            return e
+        self.processed += len(items)
+        return None
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(f"{type(error).__name__}: {error}".split())[:500]
 
 
 async def _ack(m: Msg) -> None:

@@ -34,7 +34,22 @@ RepairAction = Literal[
 # a node whose state cannot be known must not take work silently).
 HEALTH_ORDER: dict[str, int] = {"Healthy": 0, "Degraded": 1, "Unhealthy": 2, "Unknown": 3}
 
-Nanos = Annotated[int, msgspec.Meta(ge=0, description="Unix epoch nanoseconds")]
+# The ranges below are what the store's columns (sinks/schema) and the consumers hold: a value outside
+# them fails the consumer's decode and is dead-lettered there, instead of failing an insert forever.
+_U32 = 2**32 - 1
+_I64 = 2**63 - 1
+# DateTime64(9) is an Int64 of nanoseconds (to 2262).
+Nanos = Annotated[int, msgspec.Meta(ge=0, le=_I64, description="Unix epoch nanoseconds")]
+UInt32 = Annotated[int, msgspec.Meta(ge=0, le=_U32)]
+Code = Annotated[int, msgspec.Meta(ge=0, le=_U32, description="an Xid or SXid code (UInt32 in the store)")]
+# gpu_processes.pid is UInt32 (NVML's unsigned int); the kernel's pid_t is narrower still.
+Pid = Annotated[int, msgspec.Meta(ge=0, le=_U32)]
+# Names that become parts of the rules' keys (joined with \x1f): no control characters. Only where they break
+# something: msgspec runs a pattern as a Python regex, ~0.4 us a field on every decode.
+# (?![\s\S]) is the very end: "$" would let one trailing newline through.
+Name = Annotated[str, msgspec.Meta(pattern=r"^[^\x00-\x1f\x7f]*(?![\s\S])")]
+_PCI = r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7](?![\s\S])"
+PciId = Annotated[str, msgspec.Meta(pattern=_PCI, description="domain:bus:device.function")]
 
 
 class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True):
@@ -43,11 +58,11 @@ class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True
     id: str
     time: Nanos
     cluster: str
-    node: str
+    node: str  # subject tokens and KV keys escape what they cannot hold; the consumer checks it is the subject's
     machine_id: str = ""
     boot_id: str = ""
     source: str
-    component: str
+    component: Name
 
 
 # ---------------------------------------------------------------- events
@@ -56,7 +71,7 @@ class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True
 class NvlinkDetail(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Decoded intrinfo of NVLink Xids 144-150."""
 
-    subcode: int
+    subcode: Annotated[int, msgspec.Meta(ge=0, le=63)]
     unit: str = ""
     fatal: bool | None = None
 
@@ -66,16 +81,16 @@ class KernelEvent(Message, tag="kernel", kw_only=True):
 
     kind: str | None
     message: str
-    seq: int = -1
-    priority: int = 6
-    monotonic_us: int = 0
-    xid: int | None = None
-    sxid: int | None = None
-    pci_bus_id: str | None = None
-    pid: int | None = None
+    seq: Annotated[int, msgspec.Meta(ge=-1, le=_I64)] = -1  # -1: the source has no sequence
+    priority: Annotated[int, msgspec.Meta(ge=0, le=7)] = 6  # syslog levels
+    monotonic_us: Annotated[int, msgspec.Meta(ge=0, le=_I64)] = 0
+    xid: Code | None = None
+    sxid: Code | None = None
+    pci_bus_id: PciId | None = None
+    pid: Pid | None = None
     process: str | None = None
     nvlink: NvlinkDetail | None = None
-    count: int = 1
+    count: UInt32 = 1
 
 
 class SourceStatus(Message, tag="source_status", kw_only=True):
@@ -89,8 +104,8 @@ class SourceStatus(Message, tag="source_status", kw_only=True):
 class SetHealthy(Message, tag="set_healthy", kw_only=True):
     """An operator cleared a state by hand; who and why are kept."""
 
-    target_component: str
-    entity: str | None = None
+    target_component: Name
+    entity: Name | None = None
     user: str = ""
     reason: str = ""
 
@@ -103,11 +118,11 @@ class NvmlEvent(Message, tag="nvml", kw_only=True):
     init_failed | hung (the library itself; entity is the node)."""
 
     kind: str
-    gpu_index: int | None = None
-    gpu_uuid: str | None = None
-    pci_bus_id: str | None = None
-    xid: int | None = None
-    data: int = 0
+    gpu_index: Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)] | None = None
+    gpu_uuid: Name | None = None
+    pci_bus_id: PciId | None = None
+    xid: Code | None = None
+    data: Annotated[int, msgspec.Meta(ge=0)] = 0  # NVML's unsigned long long
     message: str = ""
 
 
@@ -122,13 +137,13 @@ class HostEvent(Message, tag="host", kw_only=True):
     pstore (a crash record); reboot (``since``: when the previous boot was last seen)."""
 
     kind: str
-    entity: str
+    entity: Name
     message: str = ""
-    pci_bus_id: str | None = None
+    pci_bus_id: PciId | None = None
     counts: dict[str, int] = {}
     state: str = ""
     ok: bool = True
-    since: int = 0
+    since: Nanos = 0
     first_read: bool = False
 
 
@@ -182,17 +197,17 @@ Event = KernelEvent | SourceStatus | SetHealthy | NvmlEvent | HostEvent | CheckR
 
 
 class GpuProcess(msgspec.Struct, kw_only=True, omit_defaults=True):
-    pid: int
+    pid: Pid
     name: str = ""
-    used_memory_bytes: int = 0
+    used_memory_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0  # UInt64
 
 
 class MetricBatch(Message, tag="metrics", kw_only=True):
     """One poll of one entity (a GPU): name → value, and what could not be read."""
 
-    entity: str
-    gpu_uuid: str | None = None
-    pci_bus_id: str | None = None
+    entity: Name
+    gpu_uuid: Name | None = None
+    pci_bus_id: PciId | None = None
     values: dict[str, float] = {}
     processes: list[GpuProcess] = []
     errors: dict[str, str] = {}
@@ -202,9 +217,9 @@ class MetricBatch(Message, tag="metrics", kw_only=True):
 
 
 class GpuInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    index: int
-    pci_bus_id: str
-    uuid: str | None = None
+    index: Annotated[int, msgspec.Meta(ge=-(2**15), le=2**15 - 1)]  # Int16
+    pci_bus_id: PciId
+    uuid: Name | None = None
     serial: str | None = None
     name: str | None = None
     board_part_number: str | None = None
@@ -225,14 +240,14 @@ class Inventory(Message, tag="inventory", kw_only=True):
 class HealthState(Message, tag="health", kw_only=True):
     """The current health of one (node, component, entity); published on change."""
 
-    entity: str
+    entity: Name
     health: Health
     reason: str
     repair_actions: list[RepairAction] = []
     since: Nanos
     event_ids: list[str] = []
-    gpu_uuid: str | None = None
-    pci_bus_id: str | None = None
+    gpu_uuid: Name | None = None
+    pci_bus_id: PciId | None = None
 
 
 class Incident(Message, tag="incident", kw_only=True):
@@ -243,17 +258,17 @@ class Incident(Message, tag="incident", kw_only=True):
     ``severity`` is the catalog's (Fatal, Critical, Warning, Info) for Xids and
     SXids, ``Unknown`` for a code no catalog has, else the health it implies."""
 
-    entity: str
-    code: str
+    entity: Name
+    code: Name
     severity: str
     reason: str
-    count: int
+    count: Annotated[int, msgspec.Meta(ge=0)]  # UInt64
     first: Nanos
     last: Nanos
-    seq: int = 1
+    seq: UInt32 = 1
     event_ids: list[str] = []
-    gpu_uuid: str | None = None
-    pci_bus_id: str | None = None
+    gpu_uuid: Name | None = None
+    pci_bus_id: PciId | None = None
 
 
 # ---------------------------------------------------------------- dead letters

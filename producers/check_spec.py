@@ -280,6 +280,8 @@ def _spec(item: Any, where: str) -> CheckSpec:
         raise SpecError(f"{where}: plugin_name is required")
     if len(name) > MAX_NAME:
         raise SpecError(f"{where}: plugin_name is longer than {MAX_NAME} characters")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):  # it is the component: the wire refuses these
+        raise SpecError(f"{where}: plugin_name {name!r} has a control character")
     where = f"{where} ({name})"
     for key in item:
         if key in _UNSUPPORTED:

@@ -15,6 +15,8 @@ from functools import cache, lru_cache
 from importlib import resources
 
 MAX_LINE = 8192  # longer lines are cut: a kernel record is at most ~1 KiB, anything else is garbage
+MAX_CODE = 2**32 - 1  # Xid and SXid codes are 32-bit; a longer number is no code (the wire refuses it)
+MAX_PID = 2**31 - 1  # pid_t
 
 KINDS = (
     "xid",
@@ -127,7 +129,7 @@ def strip_prefixes(line: str) -> Stripped:
     for _ in range(6):  # prefixes nest (syslog, then "[ 12.3]"), but never deeply
         before = s
         if m := _KMSG_HEAD.match(s) or _ANGLE_PRIO.match(s):
-            priority = int(m["prio"]) & 7
+            priority = int(m["prio"][-3:]) & 7  # 1000 is a multiple of 8: the last digits decide
             s = s[m.end() :]
         if m := _DMESG_X.match(s):
             priority = _DMESG_LEVELS.get(m["lvl"], priority)
@@ -139,7 +141,7 @@ def strip_prefixes(line: str) -> Stripped:
         if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s):
             if m["tag"] != "kernel":
                 tag = m["tag"]
-                tag_pid = int(m["pid"]) if m["pid"] else None
+                tag_pid = _pid(m["pid"]) if m["pid"] else None
             lvl = m.groupdict().get("lvl")
             if lvl:
                 priority = _SYSLOG_LEVELS.get(lvl, priority)
@@ -198,16 +200,31 @@ def _process(message: str, kind: str | None, stripped: Stripped) -> tuple[int | 
     if kind == "xid":
         pid_m = _XID_PID.search(message)
         name_m = _XID_NAME.search(message)
-        pid = int(pid_m["pid"]) if pid_m and pid_m["pid"] else None
+        pid = _pid(pid_m["pid"]) if pid_m and pid_m["pid"] else None
         name = name_m["name"].strip() if name_m else None
         return pid, (None if name in (None, "<unknown>", "'<unknown>'") else name)
     for pattern in _PROC_PATTERNS:
         if m := pattern.search(message):
             groups = m.groupdict()
-            return int(groups["pid"]), groups.get("name")
+            return _pid(groups["pid"]), groups.get("name")
     if stripped.tag_pid is not None:
         return stripped.tag_pid, stripped.tag
     return None, None
+
+
+def _bounded(digits: str, limit: int) -> int | None:
+    """The number, or None above ``limit`` (measured first: int() refuses over 4300 digits)."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= len(str(limit)) and int(digits) <= limit else None
+
+
+def _pid(digits: str) -> int | None:
+    return _bounded(digits, MAX_PID)
+
+
+def _code(digits: str | None) -> int | None:
+    """An Xid/SXid code, or None for one out of range: no driver prints it, and the wire refuses it."""
+    return _bounded(digits, MAX_CODE) if digits else None
 
 
 @lru_cache(maxsize=4096)
@@ -252,7 +269,10 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
         return KernelLine(kind=None, message=message, priority=stripped.priority)
     pci = normalise_pci(groups["pci"]) if groups.get("pci") else _first_pci(message)
     pid, process = _process(message, kind, stripped)
-    xid = int(groups["xid"]) if groups.get("xid") else None
+    xid, sxid = _code(groups.get("xid")), _code(groups.get("sxid"))
+    if (kind == "xid" and xid is None) or (kind == "sxid" and sxid is None):
+        # A code out of range is no code: the line is still a fault, kept with its text, of no known kind.
+        kind = "other_fault"
     subcode = unit = fatal = None
     if xid is not None and 144 <= xid <= 150:
         subcode, unit, fatal = _nvlink_detail(message)
@@ -261,7 +281,7 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
         message=message,
         priority=stripped.priority,
         xid=xid,
-        sxid=int(groups["sxid"]) if groups.get("sxid") else None,
+        sxid=sxid,
         pci_bus_id=pci,
         pid=pid,
         process=process,

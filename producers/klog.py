@@ -36,6 +36,7 @@ log = logging.getLogger("gpuhealth.klog")
 Position = int | str  # a kmsg sequence number, a journal cursor
 Item = tuple[str, str, bytes]  # subject, message id, payload
 Publish = Callable[[list[Item]], Awaitable[None]]
+_MAX_I64 = 2**63 - 1  # the wire's (and the store's) Int64 fields
 
 COMPONENT_OF_KIND = {
     "xid": "accelerator-nvidia-error-xid",
@@ -240,12 +241,16 @@ class KernelLogProducer:
         nvlink = None
         if found.nvlink_subcode is not None:
             nvlink = NvlinkDetail(subcode=found.nvlink_subcode, unit=found.nvlink_unit or "", fatal=found.nvlink_fatal)
+        # A record's numbers are the source's word: one the wire cannot hold is replaced (time: when read; the
+        # others: unknown), never sent for a consumer to choke on. Its position still makes the id.
         event = KernelEvent(
-            id=event_id, time=rec.time_ns, cluster=i.cluster, node=i.node, machine_id=i.machine_id,
-            boot_id=rec.boot_id, source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"],
-            kind=found.kind, message=found.message, seq=rec.seq, priority=rec.priority,
-            monotonic_us=rec.monotonic_us, xid=found.xid, sxid=found.sxid, pci_bus_id=found.pci_bus_id,
-            pid=found.pid, process=found.process, nvlink=nvlink, count=count,
+            id=event_id, time=rec.time_ns if 0 <= rec.time_ns <= _MAX_I64 else now_ns(), cluster=i.cluster,
+            node=i.node, machine_id=i.machine_id, boot_id=rec.boot_id, source=self.source.name,
+            component=COMPONENT_OF_KIND[found.kind or "other_fault"], kind=found.kind, message=found.message,
+            seq=rec.seq if -1 <= rec.seq <= _MAX_I64 else -1, priority=rec.priority & 7,
+            monotonic_us=rec.monotonic_us if 0 <= rec.monotonic_us <= _MAX_I64 else 0, xid=found.xid,
+            sxid=found.sxid, pci_bus_id=found.pci_bus_id, pid=found.pid, process=found.process, nvlink=nvlink,
+            count=min(count, 2**32 - 1),
         )  # fmt: skip
         self.events_published += 1
         self.lines_published += count

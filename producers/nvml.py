@@ -333,7 +333,7 @@ class NvmlProducer:
             for uuid, event_type, data in batch:
                 kind = kinds.get(event_type, f"event_{event_type}")
                 g = by_uuid.get(uuid)
-                xid = int(data) if kind == "xid" else None
+                xid = int(data) if kind == "xid" and 0 <= int(data) < 2**32 else None  # else no code: the wire's range
                 items.append(self._event(kind, g, xid=xid, data=int(data)))
             await bus.publish_until_acked(self.publish, items, what="nvml")
 

@@ -29,7 +29,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from gpuhealth import subjects
-from gpuhealth.consumer import Consumer
+from gpuhealth.consumer import Consumer, is_outage
 from gpuhealth.errors import QueryError, QueryRefused
 from gpuhealth.events import (
     DLQ_DECODER,
@@ -198,13 +198,26 @@ class Store:
         ).result_rows
         return {sid for (sid,) in rows}
 
-    def insert(self, table: str, columns: list[str], rows: Sequence[list[Any]]) -> int:
-        """A plain insert, for tables whose engine makes a repeated row harmless."""
+    def insert_incidents(self, rows: Sequence[list[Any]]) -> int:
+        """Incident updates not stored yet, by (id, seq). ReplacingMergeTree would fold a repeat only at
+        its next merge, and a plain count() (or the MV reading the insert) sees every copy until then."""
         if self.client is None:
             self.connect()
-        if rows:
-            self.client.insert(f"{self.database}.{table}", list(rows), column_names=columns)
-        return len(rows)
+        fresh = list({(r[0], r[1]): r for r in rows}.values())
+        if not fresh:
+            return 0
+        firsts = [r[INCIDENT_COLUMNS.index("first")] for r in fresh]  # the partition key: never changes
+        found = self.client.query(
+            f"SELECT DISTINCT id, seq FROM {self.database}.incidents WHERE first BETWEEN "
+            f"fromUnixTimestamp64Nano({{lo:Int64}}) AND fromUnixTimestamp64Nano({{hi:Int64}}) "
+            f"AND id IN {{ids:Array(String)}}",
+            parameters={"lo": min(firsts), "hi": max(firsts), "ids": list({r[0] for r in fresh})},
+        )
+        stored = set(found.result_rows)
+        fresh = [r for r in fresh if (r[0], r[1]) not in stored]
+        if fresh:
+            self.client.insert(f"{self.database}.incidents", fresh, column_names=INCIDENT_COLUMNS)
+        return len(fresh)
 
     def query(self, sql: str, params: dict[str, Any], max_rows: int, timeout_s: float) -> tuple[list[str], list[Any]]:
         """A read-only query on the calling thread (tests, scripts); the sink and gpuctl use read."""
@@ -226,6 +239,30 @@ class Store:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
+
+
+# Server errors that say ClickHouse is overloaded, restarting or its cluster unwell: the rows are not at fault.
+_BUSY = re.compile(
+    r"\b(?:MEMORY_LIMIT_EXCEEDED|TOO_MANY_PARTS|TOO_MANY_SIMULTANEOUS_QUERIES|TIMEOUT_EXCEEDED|SOCKET_TIMEOUT|"
+    r"NETWORK_ERROR|ALL_CONNECTION_TRIES_FAILED|TABLE_IS_READ_ONLY|KEEPER_EXCEPTION|NO_ZOOKEEPER|ABORTED|"
+    r"QUERY_WAS_CANCELLED|UNFINISHED|response code 50[234])\b"
+)
+
+
+def store_away(error: BaseException) -> bool:
+    """ClickHouse (or NATS) away or busy: hold the messages. Anything else a message may be guilty of."""
+    if is_outage(error):
+        return True
+    from clickhouse_connect.driver.exceptions import OperationalError  # loaded already by connect()
+
+    e: BaseException | None = error
+    for _ in range(8):  # a driver error's chain of causes is short
+        if e is None:
+            break
+        if isinstance(e, OperationalError) or _BUSY.search(str(e)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 # ---------------------------------------------------------------- read path over NATS
@@ -272,12 +309,13 @@ class SinkService:
         )
 
     async def handle_incidents(self, incidents: list[Incident]) -> None:
-        # A repeat of an update is the same (id, seq): ReplacingMergeTree keeps one, so no lookup first.
         rows = [incident_row(i) for i in incidents]
-
-        self.rows_written += await self.store.run(self.store.insert, "incidents", INCIDENT_COLUMNS, rows)
+        self.rows_written += await self.store.run(self.store.insert_incidents, rows)
 
     async def handle_metrics(self, batches: list[MetricBatch]) -> None:
+        # Many rows share a batch's id: a batch redelivered into the same fetch is dropped here, the lookup
+        # by id cannot tell its rows from the first copy's.
+        batches = list({b.id: b for b in batches}.values())
         processes = [row for b in batches for row in process_rows(b)]
 
         def write() -> int:
@@ -287,7 +325,7 @@ class SinkService:
         self.rows_written += await self.store.run(write)
 
     async def handle_inventory(self, items: list[Inventory]) -> None:
-        rows = [row for inv in items for row in inventory_rows(inv)]
+        rows = [row for inv in {i.id: i for i in items}.values() for row in inventory_rows(inv)]  # as metrics
         self.rows_written += await self.store.run(
             functools.partial(self.store.insert_new, "inventory", INVENTORY_COLUMNS, rows, rows_per_id=True)
         )
@@ -347,6 +385,7 @@ class SinkService:
                 handle=handle,
                 batch=self.batch,
                 linger_s=self.linger_s,
+                outage=store_away,
             )
             for spec, decoder, handle, stage in wiring
         ]

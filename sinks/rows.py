@@ -70,6 +70,9 @@ PROCESS_COLUMNS = ["batch_id", "time", "cluster", "node", "gpu_uuid", "pci_bus_i
                    "used_memory_bytes"]  # fmt: skip
 
 
+_U32 = 2**32 - 1
+
+
 def event_row(ev: Event) -> list[Any]:
     kind, xid, sxid, pci, pid, process, message, count, seq = "", None, None, "", None, "", "", 1, -1
     if isinstance(ev, KernelEvent):
@@ -86,7 +89,8 @@ def event_row(ev: Event) -> list[Any]:
     elif isinstance(ev, Verification):
         kind, message = f"verification_{ev.status}", "; ".join(ev.changes)
     elif isinstance(ev, HostEvent):  # the entity, counts and condition are in the payload
-        kind, pci, message, count = ev.kind, ev.pci_bus_id or "", ev.message, max(1, sum(ev.counts.values()))
+        # Each count fits, their sum may not: the column is UInt32, and the payload keeps the counts.
+        kind, pci, message, count = ev.kind, ev.pci_bus_id or "", ev.message, min(max(1, sum(ev.counts.values())), _U32)
     return [
         ev.id,
         ev.time,

@@ -128,6 +128,7 @@ async def test_with_clickhouse_away_nothing_is_acked_and_a_restart_on_chdb_deliv
     await task
     assert away.rows_written == 0
     assert info.ack_floor.stream_seq == 0 and info.num_ack_pending == 50  # held, none acknowledged
+    assert (await js.stream_info(subjects.DLQ.name)).state.messages == 0  # an outage is nobody's poison
 
     back = SinkService(nc, js, store)
     stop = asyncio.Event()

@@ -86,6 +86,7 @@ def test_bad_durations_are_refused(text: object) -> None:
     [
         ({"plugin_name": ""}, "plugin_name is required"),
         ({"plugin_name": "x" * 129}, "longer than 128"),
+        ({"plugin_name": "gpu\tburn"}, "has a control character"),
         ({"component_list": ["a"]}, "component_list is not supported"),
         ({"type": "component_list"}, "component_list is not supported"),
         ({"plugin_type": "daemon"}, "must be init or component"),

@@ -87,3 +87,54 @@ def test_json_schema_validates_real_messages() -> None:
 
 def test_families_cover_every_wire_type() -> None:
     assert set(events.FAMILIES) == {"event", "metric", "inventory", "health", "incident", "dlq"}
+
+
+OUT_OF_RANGE = [2**40, 2**63, 2**64 - 1]
+
+
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+@pytest.mark.parametrize("field", ["xid", "sxid", "count", "pid"])
+def test_a_kernel_event_field_the_store_cannot_hold_does_not_decode(field: str, value: int) -> None:
+    wire = msgspec.msgpack.decode(encode(KernelEvent(**BASE, kind="xid", message="m")))
+    wire[field] = value
+    with pytest.raises(msgspec.ValidationError, match=field):
+        EVENT_DECODER.decode(msgspec.msgpack.encode(wire))
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1])
+@pytest.mark.parametrize("field", ["seq", "time", "monotonic_us"])
+def test_a_number_past_int64_does_not_decode(field: str, value: int) -> None:
+    # 2**40 is a valid sequence number and time (Int64 and DateTime64(9) hold it): only past Int64 is refused.
+    wire = msgspec.msgpack.decode(encode(KernelEvent(**BASE, kind="xid", message="m")))
+    wire[field] = value
+    with pytest.raises(msgspec.ValidationError, match=field):
+        EVENT_DECODER.decode(msgspec.msgpack.encode(wire))
+
+
+@pytest.mark.parametrize("pci", ["0000:04:00.0\x1f", "0000:04\x1f:00.0", "0000:04:00.0\n", "x", ""])
+def test_a_pci_id_not_of_its_format_does_not_decode(pci: str) -> None:
+    wire = msgspec.msgpack.decode(encode(KernelEvent(**BASE, kind="xid", message="m")))
+    wire["pci_bus_id"] = pci
+    with pytest.raises(msgspec.ValidationError, match="pci_bus_id"):
+        EVENT_DECODER.decode(msgspec.msgpack.encode(wire))
+
+
+def test_names_with_control_characters_do_not_decode_and_the_extremes_that_fit_do() -> None:
+    health = HealthState(**BASE, entity="GPU-1", health="Healthy", reason="", since=1)
+    for field in ("component", "entity"):
+        for bad in ("a\x1fb", "a\n"):  # a trailing newline too, which a regex's "$" lets through
+            wire = msgspec.msgpack.decode(encode(health))
+            wire[field] = bad
+            with pytest.raises(msgspec.ValidationError, match=field):
+                HEALTH_DECODER.decode(msgspec.msgpack.encode(wire))
+    edge = KernelEvent(
+        **{**BASE, "time": 2**63 - 1},
+        kind="xid",
+        message="m\ttab",
+        xid=2**32 - 1,
+        count=2**32 - 1,
+        seq=2**63 - 1,
+        pid=2**32 - 1,
+        pci_bus_id="00000000:3B:00.7",
+    )
+    assert EVENT_DECODER.decode(encode(edge)) == edge

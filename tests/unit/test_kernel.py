@@ -230,3 +230,21 @@ def test_fault_of_is_classify_without_benign_fields() -> None:
         full = classify(line)
         fast = fault_of(line)
         assert fast == (full if full.kind is not None else None), line
+
+
+@pytest.mark.parametrize("code", [str(2**32), str(2**40), str(2**63), str(2**64 - 1), "1" + "0" * 5000])
+def test_an_xid_code_out_of_range_is_a_fault_with_no_code(code: str) -> None:
+    # The wire (and the store's UInt32) cannot hold it: the line stays a fault, with its text, of no known kind.
+    for line in (f"NVRM: Xid (PCI:0000:3b:00): {code}, pid=1234, name=python", f"SXid (PCI:0000:3b:00.0): {code}, x"):
+        found = fault_of(line)
+        assert found is not None and found.kind == "other_fault" and found.xid is None and found.sxid is None, line
+        assert found.message == line
+
+
+def test_the_largest_codes_and_pids_are_kept_and_larger_pids_dropped() -> None:
+    found = classify(f"NVRM: Xid (PCI:0000:3b:00): {2**32 - 1}, pid={2**31 - 1}, name=x")
+    assert (found.kind, found.xid, found.pid) == ("xid", 2**32 - 1, 2**31 - 1)
+    assert classify("NVRM: Xid (PCI:0000:3b:00): 79, pid=2147483648, name=x").pid is None
+    assert classify(f"Killed process {'9' * 5000} (x)").pid is None  # int() refuses > 4300 digits: no crash
+    assert classify(f"<{'0' * 5000}3>x").priority == 3
+    assert classify(f"Jan  1 00:00:00 h app[{'7' * 5000}]: x").pid is None
