@@ -49,6 +49,7 @@ class Consumer(Generic[T]):
         ack_wait_s: float = 15.0,
         start_seq: int | None = None,
         linger_s: float = 0.0,
+        in_order: Callable[[list[T], list[int]], Awaitable[None]] | None = None,
     ) -> None:
         self.js = js
         self.stream = stream
@@ -63,6 +64,10 @@ class Consumer(Generic[T]):
         # Wait up to this long for a batch to fill: a store wants few large inserts, a rules
         # engine wants every event at once (0).
         self.linger_s = linger_s
+        # With ``in_order`` (which then replaces ``handle``, and is given each item's stream
+        # sequence), items reach the stage in stream order even across a crash or lost deliveries.
+        self.in_order = in_order
+        self._next_delivery = 1  # the consumer sequence the next delivery must have, in order
         self.processed = 0
         self.dead_lettered = 0
 
@@ -96,14 +101,25 @@ class Consumer(Generic[T]):
             backoff = 0.0
             if self.linger_s and len(msgs) < self.batch:
                 msgs += await self._linger(puller, len(msgs))
+            if self.in_order is not None:
+                ordered = self._delivered_in_order(msgs)
+                if ordered is None:
+                    puller.discard()
+                    await self._bind(stop, restart=True)
+                if not ordered:
+                    continue
+                msgs = ordered
             good: list[T] = []
+            seqs: list[int] = []
             for m in msgs:
                 item = self._decode(m)
                 if isinstance(item, _Refused):
                     await self.dead_letter(m, item.reason)
                 else:
                     good.append(item)
-            if not await self._handle_until_done(good, msgs, stop):
+                    if self.in_order is not None:
+                        seqs.append(_sequences(m.reply)[0])
+            if not await self._handle_until_done(good, seqs, msgs, stop):
                 # Stopping with the batch unhandled: hand it back now rather than after ack_wait.
                 for m in msgs:
                     with contextlib.suppress(nats.errors.Error):
@@ -126,32 +142,61 @@ class Consumer(Generic[T]):
             more += got
         return more
 
-    async def _bind(self, stop: asyncio.Event) -> None:
-        """Create the durable consumer unless it exists (a changed config is not applied to an existing one)."""
+    def _delivered_in_order(self, msgs: list[Msg]) -> list[Msg] | None:
+        """The batch, unless a delivery before it was lost (then None: the consumer must start
+        again from its ack floor, or the lost ones would come back after newer ones were handled).
+        A delivery of the consumer's previous making, still on its way, is dropped."""
+        out = []
+        for m in msgs:
+            delivery = _sequences(m.reply)[1]
+            if delivery > self._next_delivery:
+                lost = f"{self._next_delivery} to {delivery - 1}"
+                log.warning("%s: deliveries %s were lost; starting again from the ack floor", self.stage, lost)
+                return None
+            if delivery == self._next_delivery:
+                out.append(m)
+                self._next_delivery += 1
+        return out
+
+    async def _bind(self, stop: asyncio.Event, *, restart: bool = False) -> None:
+        """Create the durable consumer unless it exists (a changed config is not applied to an existing one).
+
+        In order, a consumer with deliveries not acknowledged (left by a process that died, or
+        lost on the way; ``restart``) is made again from its ack floor: JetStream would deliver
+        newer messages before it delivers those again, after their ack wait."""
         # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
         # earlier ones delivered to a process that died before handling them (they would never be
         # redelivered); the SIGKILL exactly-once test caught exactly that.
-        config = ConsumerConfig(
-            durable_name=self.durable,
-            filter_subject=self.filter_subject,
-            ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=self.ack_wait_s,
-            max_ack_pending=self.batch * 4,
-            deliver_policy=DeliverPolicy.ALL if self.start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=self.start_seq,
-        )
         while True:
             try:
                 try:
-                    await self.js.consumer_info(self.stream, self.durable)
+                    info = await self.js.consumer_info(self.stream, self.durable)
                 except nats.js.errors.NotFoundError:
-                    await self.js.add_consumer(self.stream, config)
+                    info = await self.js.add_consumer(self.stream, self._config(self.start_seq))
+                if self.in_order is not None and (restart or info.num_ack_pending):
+                    floor = info.ack_floor.stream_seq if info.ack_floor else 0
+                    start = floor + 1 if floor else info.config.opt_start_seq
+                    await self.js.delete_consumer(self.stream, self.durable)
+                    info = await self.js.add_consumer(self.stream, self._config(start))
+                    restart = False
+                self._next_delivery = (info.delivered.consumer_seq if info.delivered else 0) + 1
                 return
             except (TimeoutError, nats.errors.Error) as e:
                 if stop.is_set():
                     raise
                 log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
                 await asyncio.sleep(1.0)
+
+    def _config(self, start_seq: int | None) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=self.durable,
+            filter_subject=self.filter_subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait_s,
+            max_ack_pending=self.batch * 4,
+            deliver_policy=DeliverPolicy.ALL if start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=start_seq,
+        )
 
     def _decode(self, m: Msg) -> T | _Refused:
         """The message's item, or why it cannot be used (not a coroutine: this runs for every message)."""
@@ -192,13 +237,13 @@ class Consumer(Generic[T]):
                 log.warning("%s: dead-letter publish failed (%s); retrying", self.stage, e)
                 await asyncio.sleep(0.5)
 
-    async def _handle_until_done(self, items: list[T], msgs: list[Msg], stop: asyncio.Event) -> bool:
+    async def _handle_until_done(self, items: list[T], seqs: list[int], msgs: list[Msg], stop: asyncio.Event) -> bool:
         """Run the stage's effect, retrying with back-off; False when stopped first."""
         delay = 0.2
         while True:
             try:
                 with telemetry.BATCH_SECONDS.labels(self.stage).time():
-                    await self.handle(items)
+                    await (self.handle(items) if self.in_order is None else self.in_order(items, seqs))
                 self.processed += len(items)
                 telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
                 return True
@@ -215,6 +260,14 @@ class Consumer(Generic[T]):
             except TimeoutError:
                 pass
             delay = min(delay * 2, 10.0)
+
+
+def _sequences(reply: str) -> tuple[int, int]:
+    """(stream, consumer) sequence of a delivered message, from its ack subject: ``$JS.ACK.<stream>.
+    <consumer>.<delivered>.<sseq>.<dseq>.…``, or with ``<domain>.<account hash>`` after ``ACK``."""
+    t = reply.split(".")
+    i = 5 if len(t) == 9 else 7
+    return int(t[i]), int(t[i + 1])
 
 
 async def _ack(m: Msg) -> None:

@@ -14,7 +14,8 @@ Semantics (../DESIGN.md "Health semantics"):
   application Xids never climb to hardware;
 - states are sticky at their worst; a new boot clears reboot-class states,
   HARDWARE_INSPECTION only clears by an explicit set-healthy;
-- an event already applied (redelivered) changes nothing;
+- an event already applied changes nothing: a redelivery is recognised by its stream sequence
+  (``seq``, at or below the node's ``applied_seq``), a re-published copy by its id;
 - an observed condition (a link's width, a port's state, a service, a
   temperature) clears when the producer sees it restored; a fault (an error
   that happened) is sticky.
@@ -64,9 +65,13 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
 
 
 def apply_all(
-    state: NodeState | None, event: Event, catalog: Catalog
+    state: NodeState | None, event: Event, catalog: Catalog, seq: int = 0
 ) -> tuple[NodeState, list[HealthState], list[Incident]]:
     """Apply one event: the updated state, the health state changes and the incidents it opened.
+
+    ``seq`` is the event's stream sequence (0: not from a stream, as in a replay); a node's events
+    must come in stream order, so one at or below the last applied is a redelivery, whatever the
+    batch size or how many events came since.
 
     An incident that grew (one more occurrence) is not an output here: ``pending_incidents`` gives
     its latest update when the service flushes (a storm of 100,000 lines is a handful of updates,
@@ -74,6 +79,10 @@ def apply_all(
     if state is None:
         state = NodeState(node=event.node)
     state.touched = []
+    if seq:
+        if seq <= state.applied_seq:
+            return state, [], []
+        state.applied_seq = seq
     if not first_time(state, event.id):
         return state, [], []
     state.incident_window_ns = catalog.limits.incident.window_s * 1_000_000_000

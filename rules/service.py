@@ -124,10 +124,12 @@ class RulesService:
             return None
         return decode_state(entry.value) if entry.value else None
 
-    async def handle_events(self, events: list[Event]) -> None:
+    async def handle_events(self, events: list[Event], seqs: list[int] | None = None) -> None:
+        """Apply a batch; ``seqs`` are the events' stream sequences (the consumer delivers a node's
+        events in stream order), by which a redelivered event is recognised as applied."""
         async with self._lock:
             try:
-                await self._handle_events(events)
+                await self._handle_events(events, seqs or [0] * len(events))
             except BaseException:
                 # The engine changed these nodes' states in memory, but what they produced may not be out:
                 # forget them, so the retry starts from the state saved after the last batch that was, and
@@ -136,13 +138,13 @@ class RulesService:
                     self.nodes.pop(ev.node, None)
                 raise
 
-    async def _handle_events(self, events: list[Event]) -> None:
+    async def _handle_events(self, events: list[Event], seqs: list[int]) -> None:
         assert self.kv_rules is not None and self.kv_health is not None
         touched: dict[str, NodeState] = {}
         outputs: list[HealthState] = []
         incidents: dict[str, Incident] = {}
-        for ev in events:
-            state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog)
+        for ev, seq in zip(events, seqs, strict=True):
+            state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog, seq)
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
             incidents.update((i.id, i) for i in inc)
@@ -211,9 +213,11 @@ class RulesService:
     async def _consumers(self) -> list[Consumer[Any]]:
         def consumer(spec: subjects.StreamSpec, durable: str, filter_subject: str, decoder: Any, handle: Any,
                      start_seq: int | None) -> Consumer[Any]:  # fmt: skip
+            # Events in stream order, with their sequences: the engine's redelivery check needs both.
+            in_order = handle if spec is subjects.EVENTS else None
             return Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
                                 decoder=decoder, stage="rules", handle=handle, batch=self.batch,
-                                start_seq=start_seq)  # fmt: skip
+                                start_seq=start_seq, in_order=in_order)  # fmt: skip
 
         if self.instances == 1:
             return [

@@ -53,7 +53,10 @@ class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     states: dict[str, ComponentState] = {}
     faults: dict[str, Fault] = {}
     gpu_uuid_by_pci: dict[str, str] = {}
-    recent: list[str] = []
+    recent: list[str] = []  # the last RECENT_IDS event ids: a producer's re-publish (same id, new message)
+    # The stream sequence of the last event applied: the node's events reach the engine in stream
+    # order, so one at or below it was applied already (redelivered), however long ago.
+    applied_seq: int = 0
     incident_window_ns: int = 3600 * 10**9
     touched: list[str] = []  # the faults the last event updated: their incidents are outputs
 
