@@ -82,6 +82,7 @@ class RulesService:
         self.kv_inventory: KeyValue | None = None
         self.states_published = 0
         self.incidents_published = 0
+        self.events_stream = ""
         self._growing: set[str] = set()  # nodes with incidents grown since their last publish
         # The event and inventory consumers both load, change and save node states: one at a
         # time, or two loads of the same node race and the last save drops the other's change.
@@ -92,6 +93,8 @@ class RulesService:
         self.kv_rules = await self.js.key_value(subjects.KV_RULES)
         self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
         self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)
+        # The event stream's making: a node's applied_seq counts in it, and means nothing in another.
+        self.events_stream = str((await self.js.stream_info(subjects.EVENTS.name)).created)
         await self._load_growing()
 
     async def _load_growing(self) -> None:
@@ -144,7 +147,11 @@ class RulesService:
         outputs: list[HealthState] = []
         incidents: dict[str, Incident] = {}
         for ev, seq in zip(events, seqs, strict=True):
-            state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog, seq)
+            state = await self._node(ev.node)
+            if state is not None and state.events_stream != self.events_stream:
+                state.applied_seq = 0  # the stream was made again since: its sequences start over
+            state, out, inc = apply_all(state, ev, self.catalog, seq)
+            state.events_stream = self.events_stream
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
             incidents.update((i.id, i) for i in inc)

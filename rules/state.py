@@ -57,6 +57,7 @@ class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     # The stream sequence of the last event applied: the node's events reach the engine in stream
     # order, so one at or below it was applied already (redelivered), however long ago.
     applied_seq: int = 0
+    events_stream: str = ""  # when the stream those sequences count in was made: another starts over
     incident_window_ns: int = 3600 * 10**9
     touched: list[str] = []  # the faults the last event updated: their incidents are outputs
 

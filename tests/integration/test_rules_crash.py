@@ -166,3 +166,16 @@ async def test_a_set_healthy_that_came_last_is_the_last_word_after_a_kill(
     states, incidents, _ = await stored(nc)
     assert list(states.values()) == [("Healthy", [])] * len(GPUS)
     assert (states, incidents) == clean_run(events)[:2]
+
+
+async def test_events_of_a_stream_made_again_are_applied_though_their_sequences_start_over(nc: NATS) -> None:
+    js = nc.jetstream()
+    events = backlog(8)
+    await publish(js, events)
+    await finish(js, len(events))
+    await js.delete_stream(subjects.EVENTS.name)  # an operator starts the events over; the rules' states stay
+    await bus.provision(js)
+    await publish(js, [set_healthy(9)])  # sequence 1, below the node's last applied (8)
+    await finish(js, 1)
+    states, _, _ = await stored(nc)
+    assert list(states.values()) == [("Healthy", [])] * len(GPUS)
