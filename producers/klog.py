@@ -174,7 +174,8 @@ class KernelLogProducer:
         t, i = now_ns(), self.identity
         return SourceStatus(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
-            source=self.source.name, component="kernel-log", available=available, reason=reason,
+            boot_time=i.boot_time_ns, source=self.source.name, component="kernel-log", available=available,
+            reason=reason,
         )  # fmt: skip
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -242,7 +243,8 @@ class KernelLogProducer:
             nvlink = NvlinkDetail(subcode=found.nvlink_subcode, unit=found.nvlink_unit or "", fatal=found.nvlink_fatal)
         event = KernelEvent(
             id=event_id, time=rec.time_ns, cluster=i.cluster, node=i.node, machine_id=i.machine_id,
-            boot_id=rec.boot_id, source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"],
+            boot_id=rec.boot_id, boot_time=i.boot_time_ns if rec.boot_id == i.boot_id else 0,  # another boot's: unknown
+            source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"],
             kind=found.kind, message=found.message, seq=rec.seq, priority=rec.priority,
             monotonic_us=rec.monotonic_us, xid=found.xid, sxid=found.sxid, pci_bus_id=found.pci_bus_id,
             pid=found.pid, process=found.process, nvlink=nvlink, count=count,
