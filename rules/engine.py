@@ -13,7 +13,8 @@ Semantics (../DESIGN.md "Health semantics"):
   same fault has been seen on ≥ 3 boots (it recurred after ≥ 2 reboots);
   application Xids never climb to hardware;
 - states are sticky at their worst; a new boot clears reboot-class states,
-  HARDWARE_INSPECTION only clears by an explicit set-healthy;
+  HARDWARE_INSPECTION only clears by an explicit set-healthy; a boot is new when it began after
+  the current one (boots.py): a late word of an older boot is history;
 - an event already applied changes nothing: a redelivery is recognised by its stream sequence
   (``seq``, at or below the node's ``applied_seq``), a re-published copy by its id;
 - an observed condition (a link's width, a port's state, a service, a
@@ -42,10 +43,10 @@ from gpuhealth.events import (
     derived_id,
 )
 from rules import checks
-from rules.catalog import APPLICATION_XIDS, REBOOT_CLEARS, Catalog
+from rules.boots import boot_change
+from rules.catalog import APPLICATION_XIDS, Catalog
 from rules.limits import Window
 from rules.state import (
-    MAX_BOOTS,
     ComponentState,
     NodeState,
     first_time,
@@ -86,10 +87,9 @@ def apply_all(
     if not first_time(state, event.id):
         return state, [], []
     state.incident_window_ns = catalog.limits.incident.window_s * 1_000_000_000
-    # An operator's event may not know the cluster or machine: keep what the node said.
-    state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
-    outputs = _boot_change(state, event)
-    late = bool(event.boot_id) and event.boot_id in state.past_boots
+    outputs, late = boot_change(state, event)
+    if not late:  # an operator's event may not know the cluster or machine: keep what the node said
+        state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
     if isinstance(event, KernelEvent):
         outputs += _kernel(state, event, catalog, late)
     elif isinstance(event, NvmlEvent):
@@ -148,23 +148,6 @@ def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
 
 
 # ---------------------------------------------------------------- rules
-
-
-def _boot_change(state: NodeState, event: Event) -> list[HealthState]:
-    if not event.boot_id or event.boot_id == state.boot_id or event.boot_id in state.past_boots:
-        return []
-    first_seen = not state.boot_id
-    if not first_seen:
-        state.past_boots.append(state.boot_id)
-        del state.past_boots[:-MAX_BOOTS]
-    state.boot_id = event.boot_id
-    if first_seen:
-        return []
-    out = []
-    for cs in state.states.values():
-        if cs.health not in ("Healthy", "Unknown") and (not cs.actions or cs.actions[0] in REBOOT_CLEARS):
-            out.append(set_state(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
-    return out
 
 
 _XID154 = re.compile(r"to 0x[0-9a-fA-F]+ \(([^)]*)\)")

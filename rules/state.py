@@ -49,6 +49,7 @@ class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     cluster: str = ""
     machine_id: str = ""
     boot_id: str = ""
+    boot_time: int = 0  # when the current boot began (0: not known); it never moves backwards
     past_boots: list[str] = []
     states: dict[str, ComponentState] = {}
     faults: dict[str, Fault] = {}
