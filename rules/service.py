@@ -6,7 +6,11 @@ causing event, so a reprocessed batch publishes nothing new) and the incidents
 they opened, and write the states to the health KV bucket, in one round trip;
 then save the touched nodes' engine state, and only then acknowledge. A crash
 anywhere in between redelivers the batch, which the engine recognises as
-already applied or recomputes identically.
+already applied or recomputes identically: the events consumer delivers in
+stream order, even after a crash (what a dead process left unacknowledged comes
+again before anything newer), and each node's state keeps the stream sequence
+of its last event applied, so an event at or below it is a redelivery however
+large the batch.
 
 Incidents that grew are published by a flush every ``incident.update_s``
 (limits.toml): their latest update, whatever the rate of the storm. What was
