@@ -167,12 +167,13 @@ class Consumer(Generic[T]):
         # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
         # earlier ones delivered to a process that died before handling them (they would never be
         # redelivered); the SIGKILL exactly-once test caught exactly that.
+        start = self.start_seq  # where it starts if made now: after a delete, the old one's floor
         while True:
             try:
                 try:
                     info = await self.js.consumer_info(self.stream, self.durable)
                 except nats.js.errors.NotFoundError:
-                    info = await self.js.add_consumer(self.stream, self._config(self.start_seq))
+                    info = await self.js.add_consumer(self.stream, self._config(start))
                 if self.in_order is not None and (restart or info.num_ack_pending):
                     floor = info.ack_floor.stream_seq if info.ack_floor else 0
                     start = floor + 1 if floor else info.config.opt_start_seq
