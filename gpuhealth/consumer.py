@@ -84,6 +84,7 @@ class Consumer(Generic[T]):
         linger_s: float = 0.0,
         outage: Callable[[BaseException], bool] = is_outage,
         poison_tries: int = 3,
+        in_order: Callable[[list[T], list[int]], Awaitable[None]] | None = None,
     ) -> None:
         self.js = js
         self.stream = stream
@@ -101,6 +102,10 @@ class Consumer(Generic[T]):
         self.outage = outage  # the stage's store may have failures of its own that mean "away"
         # A batch failing this often (not for an outage) is split; a message failing alone this often is poison.
         self.poison_tries = poison_tries
+        # With ``in_order`` (which then replaces ``handle``, and is given each item's stream
+        # sequence), items reach the stage in stream order even across a crash or lost deliveries.
+        self.in_order = in_order
+        self._next_delivery = 1  # the consumer sequence the next delivery must have, in order
         self.processed = 0
         self.dead_lettered = 0
 
@@ -134,6 +139,14 @@ class Consumer(Generic[T]):
             backoff = 0.0
             if self.linger_s and len(msgs) < self.batch:
                 msgs += await self._linger(puller, len(msgs))
+            if self.in_order is not None:
+                ordered = self._delivered_in_order(msgs)
+                if ordered is None:
+                    puller.discard()
+                    await self._bind(stop, restart=True)
+                if not ordered:
+                    continue
+                msgs = ordered
             good: list[tuple[Msg, T]] = []
             for m in msgs:
                 item = self._decode(m)
@@ -165,32 +178,62 @@ class Consumer(Generic[T]):
             more += got
         return more
 
-    async def _bind(self, stop: asyncio.Event) -> None:
-        """Create the durable consumer unless it exists (a changed config is not applied to an existing one)."""
+    def _delivered_in_order(self, msgs: list[Msg]) -> list[Msg] | None:
+        """The batch, unless a delivery before it was lost (then None: the consumer must start
+        again from its ack floor, or the lost ones would come back after newer ones were handled).
+        A delivery of the consumer's previous making, still on its way, is dropped."""
+        out = []
+        for m in msgs:
+            delivery = _sequences(m.reply)[1]
+            if delivery > self._next_delivery:
+                lost = f"{self._next_delivery} to {delivery - 1}"
+                log.warning("%s: deliveries %s were lost; starting again from the ack floor", self.stage, lost)
+                return None
+            if delivery == self._next_delivery:
+                out.append(m)
+                self._next_delivery += 1
+        return out
+
+    async def _bind(self, stop: asyncio.Event, *, restart: bool = False) -> None:
+        """Create the durable consumer unless it exists (a changed config is not applied to an existing one).
+
+        In order, a consumer with deliveries not acknowledged (left by a process that died, or
+        lost on the way; ``restart``) is made again from its ack floor: JetStream would deliver
+        newer messages before it delivers those again, after their ack wait."""
         # Explicit acks, one per message. Not AckPolicy.ALL: acking message N would also acknowledge
         # earlier ones delivered to a process that died before handling them (they would never be
         # redelivered); the SIGKILL exactly-once test caught exactly that.
-        config = ConsumerConfig(
-            durable_name=self.durable,
-            filter_subject=self.filter_subject,
-            ack_policy=AckPolicy.EXPLICIT,
-            ack_wait=self.ack_wait_s,
-            max_ack_pending=self.batch * 4,
-            deliver_policy=DeliverPolicy.ALL if self.start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=self.start_seq,
-        )
+        start = self.start_seq  # where it starts if made now: after a delete, the old one's floor
         while True:
             try:
                 try:
-                    await self.js.consumer_info(self.stream, self.durable)
+                    info = await self.js.consumer_info(self.stream, self.durable)
                 except nats.js.errors.NotFoundError:
-                    await self.js.add_consumer(self.stream, config)
+                    info = await self.js.add_consumer(self.stream, self._config(start))
+                if self.in_order is not None and (restart or info.num_ack_pending):
+                    floor = info.ack_floor.stream_seq if info.ack_floor else 0
+                    start = floor + 1 if floor else info.config.opt_start_seq
+                    await self.js.delete_consumer(self.stream, self.durable)
+                    info = await self.js.add_consumer(self.stream, self._config(start))
+                    restart = False
+                self._next_delivery = (info.delivered.consumer_seq if info.delivered else 0) + 1
                 return
             except (TimeoutError, nats.errors.Error) as e:
                 if stop.is_set():
                     raise
                 log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
                 await asyncio.sleep(1.0)
+
+    def _config(self, start_seq: int | None) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=self.durable,
+            filter_subject=self.filter_subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait_s,
+            max_ack_pending=self.batch * 4,
+            deliver_policy=DeliverPolicy.ALL if start_seq is None else DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=start_seq,
+        )
 
     def _decode(self, m: Msg) -> T | _Refused:
         """The message's item, or why it cannot be used (not a coroutine: this runs for every message)."""
@@ -246,7 +289,7 @@ class Consumer(Generic[T]):
         first failure; a message that fails alone ``poison_tries`` times is dead-lettered with the error."""
         delay, failed = 0.2, 0
         while True:
-            error = await self._attempt([item for _, item in part])
+            error = await self._attempt(part)
             if error is None:
                 return True
             telemetry.RETRIES.labels(self.stage).inc()
@@ -278,10 +321,14 @@ class Consumer(Generic[T]):
                 pass
             delay = min(delay * 2, 10.0)
 
-    async def _attempt(self, items: list[T]) -> Exception | None:
+    async def _attempt(self, part: list[tuple[Msg, T]]) -> Exception | None:
+        items = [item for _, item in part]
         try:
             with telemetry.BATCH_SECONDS.labels(self.stage).time():
-                await self.handle(items)
+                if self.in_order is None:
+                    await self.handle(items)
+                else:
+                    await self.in_order(items, [_sequences(m.reply)[0] for m, _ in part])
         except Exception as e:
             return e
         self.processed += len(items)
@@ -290,6 +337,14 @@ class Consumer(Generic[T]):
 
 def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split())[:500]
+
+
+def _sequences(reply: str) -> tuple[int, int]:
+    """(stream, consumer) sequence of a delivered message, from its ack subject: ``$JS.ACK.<stream>.
+    <consumer>.<delivered>.<sseq>.<dseq>.…``, or with ``<domain>.<account hash>`` after ``ACK``."""
+    t = reply.split(".")
+    i = 5 if len(t) == 9 else 7
+    return int(t[i]), int(t[i + 1])
 
 
 async def _ack(m: Msg) -> None:

@@ -61,6 +61,9 @@ class Message(msgspec.Struct, kw_only=True, tag_field="type", omit_defaults=True
     node: str  # subject tokens and KV keys escape what they cannot hold; the consumer checks it is the subject's
     machine_id: str = ""
     boot_id: str = ""
+    # When that boot began (Unix ns, /proc/stat btime; 0: not known): the rules tell a reboot
+    # from a late word of an older boot by it.
+    boot_time: Nanos = 0
     source: str
     component: Name
 

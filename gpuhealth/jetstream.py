@@ -80,6 +80,10 @@ class Puller:
             await self._sub.unsubscribe()
             self._sub = None
 
+    def discard(self) -> None:
+        """Drop what arrived and was not fetched (the consumer was made again: it comes again)."""
+        self._got.clear()
+
     async def _on_msg(self, m: Msg) -> None:
         if not m.data and m.headers and "Status" in m.headers:
             if m.subject == self._reply and self._done is not None:

@@ -335,7 +335,8 @@ async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeI
     def set_healthy(components: list[str], reason: str) -> int:
         t = now_ns()
         events = [SetHealthy(id=new_id(t), time=t, cluster=identity.cluster, node=identity.node,
-                             machine_id=identity.machine_id, boot_id=identity.boot_id, source="api",
+                             machine_id=identity.machine_id, boot_id=identity.boot_id,
+                             boot_time=identity.boot_time_ns, source="api",
                              component="operator", target_component=c, user="local-api", reason=reason)
                   for c in components]  # fmt: skip
         items = [(subjects.event_subject(identity.node, "api"), e.id, encode(e)) for e in events]

@@ -126,11 +126,11 @@ def result_of(
     t = now_ns()
     return CheckResult(
         id=new_id(t), time=t, cluster=identity.cluster, node=identity.node, machine_id=identity.machine_id,
-        boot_id=identity.boot_id, source=SOURCE, component=spec.name, plugin_type=spec.plugin_type,
-        trigger=trigger, run_mode=spec.run_mode, tags=list(spec.tags), exit_code=run.exit_code,
-        timed_out=run.timed_out, error=error, duration_ms=run.duration_ms, output=text[:EVENT_OUTPUT],
-        output_bytes=run.output_bytes, fields=parsed.fields, expect_failed=parsed.expect_failed,
-        suggested_actions=parsed.suggested_actions, verification=verification,
+        boot_id=identity.boot_id, boot_time=identity.boot_time_ns, source=SOURCE, component=spec.name,
+        plugin_type=spec.plugin_type, trigger=trigger, run_mode=spec.run_mode, tags=list(spec.tags),
+        exit_code=run.exit_code, timed_out=run.timed_out, error=error, duration_ms=run.duration_ms,
+        output=text[:EVENT_OUTPUT], output_bytes=run.output_bytes, fields=parsed.fields,
+        expect_failed=parsed.expect_failed, suggested_actions=parsed.suggested_actions, verification=verification,
     )  # fmt: skip
 
 
@@ -269,8 +269,9 @@ class Verifier:
 
     async def _publish(self, vid: str, changes: list[str], status: str, checks: dict[str, str]) -> Verification:
         v = Verification(id=vid, time=now_ns(), cluster=self.identity.cluster, node=self.identity.node,
-                         machine_id=self.identity.machine_id, boot_id=self.identity.boot_id, source=SOURCE,
-                         component="verification", changes=changes, status=status, checks=checks)  # fmt: skip
+                         machine_id=self.identity.machine_id, boot_id=self.identity.boot_id,
+                         boot_time=self.identity.boot_time_ns, source=SOURCE, component="verification",
+                         changes=changes, status=status, checks=checks)  # fmt: skip
         await self.publish([(subjects.event_subject(self.identity.node, SOURCE), v.id, encode(v))])
         return v
 

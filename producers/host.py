@@ -164,6 +164,7 @@ class HostPoller:
     def _event(self, t: int, component: str, kind: str, entity: str, **fields: object) -> HostEvent:
         i = self.identity
         fields.setdefault("boot_id", i.boot_id)
+        fields.setdefault("boot_time", i.boot_time_ns if fields["boot_id"] == i.boot_id else 0)  # another's: unknown
         return HostEvent(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, source=SOURCE,
             component=component, kind=kind, entity=entity, **fields,  # type: ignore[arg-type]

@@ -175,7 +175,8 @@ class KernelLogProducer:
         t, i = now_ns(), self.identity
         return SourceStatus(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
-            source=self.source.name, component="kernel-log", available=available, reason=reason,
+            boot_time=i.boot_time_ns, source=self.source.name, component="kernel-log", available=available,
+            reason=reason,
         )  # fmt: skip
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -245,9 +246,10 @@ class KernelLogProducer:
         # others: unknown), never sent for a consumer to choke on. Its position still makes the id.
         event = KernelEvent(
             id=event_id, time=rec.time_ns if 0 <= rec.time_ns <= _MAX_I64 else now_ns(), cluster=i.cluster,
-            node=i.node, machine_id=i.machine_id, boot_id=rec.boot_id, source=self.source.name,
-            component=COMPONENT_OF_KIND[found.kind or "other_fault"], kind=found.kind, message=found.message,
-            seq=rec.seq if -1 <= rec.seq <= _MAX_I64 else -1, priority=rec.priority & 7,
+            node=i.node, machine_id=i.machine_id, boot_id=rec.boot_id,
+            boot_time=i.boot_time_ns if rec.boot_id == i.boot_id else 0,  # another boot's: unknown
+            source=self.source.name, component=COMPONENT_OF_KIND[found.kind or "other_fault"], kind=found.kind,
+            message=found.message, seq=rec.seq if -1 <= rec.seq <= _MAX_I64 else -1, priority=rec.priority & 7,
             monotonic_us=rec.monotonic_us if 0 <= rec.monotonic_us <= _MAX_I64 else 0, xid=found.xid,
             sxid=found.sxid, pci_bus_id=found.pci_bus_id, pid=found.pid, process=found.process, nvlink=nvlink,
             count=min(count, 2**32 - 1),

@@ -348,7 +348,7 @@ class NvmlProducer:
                               g.uuid if g else "") if derived else new_id(t)  # fmt: skip
         ev = NvmlEvent(
             id=event_id, time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
-            source=SOURCE, component="nvml", kind=kind, gpu_index=g.index if g else None,
+            boot_time=i.boot_time_ns, source=SOURCE, component="nvml", kind=kind, gpu_index=g.index if g else None,
             gpu_uuid=g.uuid if g else None, pci_bus_id=g.pci_bus_id if g else None, xid=xid, data=data,
             message=message,
         )  # fmt: skip
@@ -358,8 +358,8 @@ class NvmlProducer:
         t, i = now_ns(), self.identity
         st = SourceStatus(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
-            source=SOURCE, component="accelerator-nvidia-nvml", available=available, applicable=applicable,
-            reason=reason,
+            boot_time=i.boot_time_ns, source=SOURCE, component="accelerator-nvidia-nvml", available=available,
+            applicable=applicable, reason=reason,
         )  # fmt: skip
         return subjects.event_subject(i.node, SOURCE), st.id, encode(st)
 

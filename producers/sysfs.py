@@ -320,7 +320,8 @@ class SysfsPoller:
         i = self.identity
         return HostEvent(
             id=new_id(t), time=t, cluster=i.cluster, node=i.node, machine_id=i.machine_id, boot_id=i.boot_id,
-            source=SOURCE, component=component, kind=kind, entity=entity, **fields,  # type: ignore[arg-type]
+            boot_time=i.boot_time_ns, source=SOURCE, component=component, kind=kind, entity=entity,
+            **fields,  # type: ignore[arg-type]
         )  # fmt: skip
 
     def _counters(self, prefix: str, values: dict[str, int]) -> tuple[dict[str, int], bool]:

@@ -13,8 +13,10 @@ Semantics (../DESIGN.md "Health semantics"):
   same fault has been seen on ≥ 3 boots (it recurred after ≥ 2 reboots);
   application Xids never climb to hardware;
 - states are sticky at their worst; a new boot clears reboot-class states,
-  HARDWARE_INSPECTION only clears by an explicit set-healthy;
-- an event already applied (redelivered) changes nothing;
+  HARDWARE_INSPECTION only clears by an explicit set-healthy; a boot is new when it began after
+  the current one (boots.py): a late word of an older boot is history;
+- an event already applied changes nothing: a redelivery is recognised by its stream sequence
+  (``seq``, at or below the node's ``applied_seq``), a re-published copy by its id;
 - an observed condition (a link's width, a port's state, a service, a
   temperature) clears when the producer sees it restored; a fault (an error
   that happened) is sticky.
@@ -41,10 +43,10 @@ from gpuhealth.events import (
     derived_id,
 )
 from rules import checks
-from rules.catalog import APPLICATION_XIDS, REBOOT_CLEARS, Catalog
+from rules.boots import boot_change
+from rules.catalog import APPLICATION_XIDS, Catalog
 from rules.limits import Window
 from rules.state import (
-    MAX_BOOTS,
     ComponentState,
     NodeState,
     first_time,
@@ -64,9 +66,13 @@ def apply(state: NodeState | None, event: Event, catalog: Catalog) -> tuple[Node
 
 
 def apply_all(
-    state: NodeState | None, event: Event, catalog: Catalog
+    state: NodeState | None, event: Event, catalog: Catalog, seq: int = 0
 ) -> tuple[NodeState, list[HealthState], list[Incident]]:
     """Apply one event: the updated state, the health state changes and the incidents it opened.
+
+    ``seq`` is the event's stream sequence (0: not from a stream, as in a replay); a node's events
+    must come in stream order, so one at or below the last applied is a redelivery, whatever the
+    batch size or how many events came since.
 
     An incident that grew (one more occurrence) is not an output here: ``pending_incidents`` gives
     its latest update when the service flushes (a storm of 100,000 lines is a handful of updates,
@@ -74,13 +80,16 @@ def apply_all(
     if state is None:
         state = NodeState(node=event.node)
     state.touched = []
+    if seq:
+        if seq <= state.applied_seq:
+            return state, [], []
+        state.applied_seq = seq
     if not first_time(state, event.id):
         return state, [], []
     state.incident_window_ns = catalog.limits.incident.window_s * 1_000_000_000
-    # An operator's event may not know the cluster or machine: keep what the node said.
-    state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
-    outputs = _boot_change(state, event)
-    late = bool(event.boot_id) and event.boot_id in state.past_boots
+    outputs, late = boot_change(state, event)
+    if not late:  # an operator's event may not know the cluster or machine: keep what the node said
+        state.cluster, state.machine_id = event.cluster or state.cluster, event.machine_id or state.machine_id
     if isinstance(event, KernelEvent):
         outputs += _kernel(state, event, catalog, late)
     elif isinstance(event, NvmlEvent):
@@ -139,23 +148,6 @@ def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
 
 
 # ---------------------------------------------------------------- rules
-
-
-def _boot_change(state: NodeState, event: Event) -> list[HealthState]:
-    if not event.boot_id or event.boot_id == state.boot_id or event.boot_id in state.past_boots:
-        return []
-    first_seen = not state.boot_id
-    if not first_seen:
-        state.past_boots.append(state.boot_id)
-        del state.past_boots[:-MAX_BOOTS]
-    state.boot_id = event.boot_id
-    if first_seen:
-        return []
-    out = []
-    for cs in state.states.values():
-        if cs.health not in ("Healthy", "Unknown") and (not cs.actions or cs.actions[0] in REBOOT_CLEARS):
-            out.append(set_state(state, event, cs, "Healthy", f"cleared by reboot (boot {event.boot_id[:8]})", []))
-    return out
 
 
 _XID154 = re.compile(r"to 0x[0-9a-fA-F]+ \(([^)]*)\)")

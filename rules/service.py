@@ -6,7 +6,11 @@ causing event, so a reprocessed batch publishes nothing new) and the incidents
 they opened, and write the states to the health KV bucket, in one round trip;
 then save the touched nodes' engine state, and only then acknowledge. A crash
 anywhere in between redelivers the batch, which the engine recognises as
-already applied or recomputes identically.
+already applied or recomputes identically: the events consumer delivers in
+stream order, even after a crash (what a dead process left unacknowledged comes
+again before anything newer), and each node's state keeps the stream sequence
+of its last event applied, so an event at or below it is a redelivery however
+large the batch.
 
 Incidents that grew are published by a flush every ``incident.update_s``
 (limits.toml): their latest update, whatever the rate of the storm. What was
@@ -82,6 +86,7 @@ class RulesService:
         self.kv_inventory: KeyValue | None = None
         self.states_published = 0
         self.incidents_published = 0
+        self.events_stream = ""
         self._growing: set[str] = set()  # nodes with incidents grown since their last publish
         # The event and inventory consumers both load, change and save node states: one at a
         # time, or two loads of the same node race and the last save drops the other's change.
@@ -92,6 +97,8 @@ class RulesService:
         self.kv_rules = await self.js.key_value(subjects.KV_RULES)
         self.kv_health = await self.js.key_value(subjects.KV_HEALTH)
         self.kv_inventory = await self.js.key_value(subjects.KV_INVENTORY)
+        # The event stream's making: a node's applied_seq counts in it, and means nothing in another.
+        self.events_stream = str((await self.js.stream_info(subjects.EVENTS.name)).created)
         await self._load_growing()
 
     async def _load_growing(self) -> None:
@@ -124,10 +131,12 @@ class RulesService:
             return None
         return decode_state(entry.value) if entry.value else None
 
-    async def handle_events(self, events: list[Event]) -> None:
+    async def handle_events(self, events: list[Event], seqs: list[int] | None = None) -> None:
+        """Apply a batch; ``seqs`` are the events' stream sequences (the consumer delivers a node's
+        events in stream order), by which a redelivered event is recognised as applied."""
         async with self._lock:
             try:
-                await self._handle_events(events)
+                await self._handle_events(events, seqs or [0] * len(events))
             except BaseException:
                 # The engine changed these nodes' states in memory, but what they produced may not be out:
                 # forget them, so the retry starts from the state saved after the last batch that was, and
@@ -136,13 +145,17 @@ class RulesService:
                     self.nodes.pop(ev.node, None)
                 raise
 
-    async def _handle_events(self, events: list[Event]) -> None:
+    async def _handle_events(self, events: list[Event], seqs: list[int]) -> None:
         assert self.kv_rules is not None and self.kv_health is not None
         touched: dict[str, NodeState] = {}
         outputs: list[HealthState] = []
         incidents: dict[str, Incident] = {}
-        for ev in events:
-            state, out, inc = apply_all(await self._node(ev.node), ev, self.catalog)
+        for ev, seq in zip(events, seqs, strict=True):
+            state = await self._node(ev.node)
+            if state is not None and state.events_stream != self.events_stream:
+                state.applied_seq = 0  # the stream was made again since: its sequences start over
+            state, out, inc = apply_all(state, ev, self.catalog, seq)
+            state.events_stream = self.events_stream
             self.nodes[ev.node] = touched[ev.node] = state
             outputs.extend(out)
             incidents.update((i.id, i) for i in inc)
@@ -211,9 +224,11 @@ class RulesService:
     async def _consumers(self) -> list[Consumer[Any]]:
         def consumer(spec: subjects.StreamSpec, durable: str, filter_subject: str, decoder: Any, handle: Any,
                      start_seq: int | None) -> Consumer[Any]:  # fmt: skip
+            # Events in stream order, with their sequences: the engine's redelivery check needs both.
+            in_order = handle if spec is subjects.EVENTS else None
             return Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
                                 decoder=decoder, stage="rules", handle=handle, batch=self.batch,
-                                start_seq=start_seq)  # fmt: skip
+                                start_seq=start_seq, in_order=in_order)  # fmt: skip
 
         if self.instances == 1:
             return [

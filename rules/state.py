@@ -49,11 +49,16 @@ class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     cluster: str = ""
     machine_id: str = ""
     boot_id: str = ""
+    boot_time: int = 0  # when the current boot began (0: not known); it never moves backwards
     past_boots: list[str] = []
     states: dict[str, ComponentState] = {}
     faults: dict[str, Fault] = {}
     gpu_uuid_by_pci: dict[str, str] = {}
-    recent: list[str] = []
+    recent: list[str] = []  # the last RECENT_IDS event ids: a producer's re-publish (same id, new message)
+    # The stream sequence of the last event applied: the node's events reach the engine in stream
+    # order, so one at or below it was applied already (redelivered), however long ago.
+    applied_seq: int = 0
+    events_stream: str = ""  # when the stream those sequences count in was made: another starts over
     incident_window_ns: int = 3600 * 10**9
     touched: list[str] = []  # the faults the last event updated: their incidents are outputs
 

@@ -67,7 +67,8 @@ def record_fault(
         fault.severity = "Info"
     if key not in state.touched:
         state.touched.append(key)
-    if ev.boot_id and ev.boot_id not in fault.boots:
+    # The ladder counts boots the node really went through: not one only a late or odd event names.
+    if ev.boot_id and ev.boot_id not in fault.boots and (not late or ev.boot_id in state.past_boots):
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]
     if rate is not None:

@@ -118,3 +118,50 @@ async def test_a_consumer_whose_durable_was_deleted_makes_it_again_and_goes_on(n
         stop.set()
         await task
     assert (await js.consumer_info(subjects.EVENTS.name, "w")).config.durable_name == "w"
+
+
+async def test_an_in_order_consumer_whose_deliveries_were_lost_starts_again_before_anything_newer(nc: NATS) -> None:
+    """Deliveries that never reach the stage (here taken by another client, as a reconnect or a slow
+    consumer loses them) come back only after their ack wait, after newer ones: an in-order stage
+    must not see the newer ones first."""
+    js = nc.jetstream()
+    subject = subjects.event_subject("node-1", "kmsg")
+    handled: list[int] = []
+    release = asyncio.Event()
+
+    async def handle(items: list[Event], seqs: list[int]) -> None:
+        handled.extend(seqs)
+        if 3 in seqs:
+            await release.wait()  # busy: the next deliveries go elsewhere meanwhile
+
+    def status(i: int) -> tuple[str, str, bytes]:
+        ev = SourceStatus(id=f"id-{i}", time=i, cluster="c", node="node-1", source="kmsg", component="kernel-log",
+                          available=True)  # fmt: skip
+        return subject, ev.id, encode(ev)
+
+    async def ignore(items: list[Event]) -> None:
+        raise AssertionError("in order: handle is not called")
+
+    consumer = Consumer(js, stream=subjects.EVENTS.name, durable="w", filter_subject=f"{subject}.>",
+                        decoder=EVENT_DECODER, stage="t", handle=ignore, in_order=handle, batch=10,
+                        ack_wait_s=1.0)  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stop))
+    try:
+        await bus.publish_batch(js, [status(i) for i in (1, 2, 3)])
+        async with asyncio.timeout(10):
+            while 3 not in handled:
+                await asyncio.sleep(0.05)
+        await bus.publish_batch(js, [status(i) for i in (4, 5, 6, 7)])
+        thief = await js.pull_subscribe_bind("w", stream=subjects.EVENTS.name)
+        taken = await thief.fetch(2, timeout=5)  # 4 and 5, never acknowledged
+        assert [m.metadata.sequence.stream for m in taken] == [4, 5]
+        await thief.unsubscribe()
+        release.set()
+        async with asyncio.timeout(15):
+            while len(set(handled)) < 7:
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    assert handled == [1, 2, 3, 4, 5, 6, 7]

@@ -112,6 +112,9 @@ async def test_a_new_boot_starts_from_the_first_record(nc: NATS, tmp_path: Path,
     )
     after = await run_producer(js, kmsg, rebooted, state, last_seq=10)
     assert after.events_published == 5
+    # Each boot's events say when it began: the rules tell a reboot from a late word by it.
+    boots = {(e.boot_id, e.boot_time) for e in await stream_events(js)}
+    assert boots == {(identity.boot_id, identity.boot_time_ns), ("boot-b", identity.boot_time_ns + 10**12)}
 
 
 async def test_an_unreadable_source_is_reported_not_fatal(tmp_path: Path, identity: NodeIdentity) -> None:

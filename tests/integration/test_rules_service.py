@@ -149,9 +149,9 @@ async def test_two_instances_share_the_nodes_and_agree_with_one_engine(nc: NATS)
     for name, svc in (("a", a), ("b", b)):
         handle = svc.handle_events
 
-        async def spy(evs: list[Event], handle: Callable[..., Any] = handle, name: str = name) -> None:
+        async def spy(evs: list[Event], seqs: list[int], handle: Callable[..., Any] = handle, name: str = name) -> None:
             seen[name].update(e.node for e in evs)
-            await handle(evs)
+            await handle(evs, seqs)
 
         svc.handle_events = spy  # type: ignore[method-assign]
     tasks = [asyncio.create_task(s.run(stop)) for s in (a, b)]
@@ -178,9 +178,9 @@ async def test_a_service_restarted_mid_stream_ends_where_an_uninterrupted_run_do
     handled = 0
     handle = first.handle_events
 
-    async def counting(evs: list[Event]) -> None:
+    async def counting(evs: list[Event], seqs: list[int]) -> None:
         nonlocal handled
-        await handle(evs)
+        await handle(evs, seqs)
         handled += len(evs)
         if handled >= 60:
             stop_first.set()
@@ -224,9 +224,9 @@ async def test_going_from_one_instance_to_two_continues_where_the_one_stopped(nc
     for svc in pair:
         handle = svc.handle_events
 
-        async def spy(evs: list[Event], handle: Callable[..., Any] = handle) -> None:
+        async def spy(evs: list[Event], seqs: list[int], handle: Callable[..., Any] = handle) -> None:
             handled.extend(e.id for e in evs)
-            await handle(evs)
+            await handle(evs, seqs)
 
         svc.handle_events = spy  # type: ignore[method-assign]
     stop = asyncio.Event()

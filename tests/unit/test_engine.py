@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
 from rules.catalog import load
-from rules.engine import apply
+from rules.engine import apply, apply_all
 from rules.state import RECENT_IDS, NodeState, decode_state, encode_state, first_time
 
 CAT = load()
@@ -280,3 +280,18 @@ def test_an_event_is_recognised_as_applied_for_its_last_512_ids_short_or_long() 
     assert not first_time(restored, "e599") and first_time(restored, "e1")
     short = NodeState(node="m")
     assert first_time(short, "a") and not first_time(short, "a")
+
+
+def test_a_redelivery_is_recognised_by_its_stream_sequence_however_many_events_came_since() -> None:
+    events = [xid(13, pci=f"0000:0{i % 4}:00.0") for i in range(3 * RECENT_IDS)]
+    state: NodeState | None = None
+    for seq, ev in enumerate(events, start=100):  # a node's events: rising, not contiguous, sequences
+        state, _, _ = apply_all(state, ev, CAT, seq * 3)
+    assert state is not None
+    state.touched = []  # what the last event touched: not part of the history
+    before = encode_state(state)
+    for seq, ev in enumerate(events, start=100):  # the whole history delivered again
+        state, out, opened = apply_all(state, ev, CAT, seq * 3)
+        assert (out, opened) == ([], [])
+    assert encode_state(state) == before
+    assert sum(f.count for f in state.faults.values()) == len(events)

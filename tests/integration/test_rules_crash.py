@@ -1,0 +1,181 @@
+"""The rules service killed mid-backlog ends where an uninterrupted run does: states, bucket, incidents.
+
+A backlog of one node larger than the engine's id memory (RECENT_IDS), fetched in one batch, is the
+case that exposed the old redelivery check: the killed batch comes back and must be recognised as
+applied (or applied once, in order, if its state was not saved), whatever its size."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import pytest
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, client, subjects
+from gpuhealth.events import HEALTH_DECODER, INCIDENT_DECODER, Event, KernelEvent, SetHealthy, derived_id
+from rules.catalog import load
+from rules.engine import apply_all
+from rules.limits import IncidentLimits
+from rules.limits import parse as parse_limits
+from rules.service import RulesService
+from rules.state import RECENT_IDS, NodeState
+from tests.integration.test_rules_service import publish
+
+LIMITS = msgspec.structs.replace(parse_limits(), incident=IncidentLimits(3600, 0.1))
+NODE = "gpu-1"
+GPUS = [f"0000:{b:02x}:00.0" for b in (0x04, 0x05, 0x06, 0x07)]
+
+
+def backlog(n: int) -> list[Event]:
+    """Xid 13 (Degraded, one incident a GPU) spread over four GPUs of one node."""
+    return [
+        KernelEvent(id=f"x{i:05d}", time=i * 10**9, cluster="c", node=NODE, boot_id="b1", source="kmsg",
+                    component="accelerator-nvidia-error-xid", kind="xid", xid=13, pci_bus_id=GPUS[i % 4], message="m")
+        for i in range(1, n + 1)
+    ]  # fmt: skip
+
+
+def set_healthy(i: int) -> SetHealthy:
+    return SetHealthy(id=f"op{i}", time=i * 10**9, cluster="c", node=NODE, boot_id="b1", source="gpuctl",
+                      component="operator", target_component="accelerator-nvidia-error-xid", user="alice")  # fmt: skip
+
+
+Outcome = tuple[dict[tuple[str, str], tuple[str, list[str]]], dict[str, tuple[int, int, int]], set[str]]
+
+
+def clean_run(events: list[Event]) -> Outcome:
+    """What one uninterrupted engine makes of the events: states, incidents (count, first, last), health ids."""
+    state: NodeState | None = None
+    ids: set[str] = set()
+    for ev in events:
+        state, out, _ = apply_all(state, ev, load())
+        ids.update(h.id for h in out)
+    assert state is not None
+    states = {(cs.component, cs.entity): (cs.health, list(cs.actions)) for cs in state.states.values()}
+    incidents = {derived_id(f.first, NODE, k): (f.count, f.first, f.last) for k, f in state.faults.items()}
+    return states, incidents, ids
+
+
+async def stored(nc: NATS) -> Outcome:
+    """The same, as the bus holds it: the health bucket, each incident's latest update, the health stream."""
+    states = {(h.component, h.entity): (h.health, list(h.repair_actions)) for h in await client.health_states(nc)}
+    latest: dict[str, tuple[int, int, int, int]] = {}
+    for raw in await stream(nc, subjects.INCIDENTS.name):
+        i = INCIDENT_DECODER.decode(raw)
+        if i.seq > latest.get(i.id, (0,))[0]:
+            latest[i.id] = (i.seq, i.count, i.first, i.last)
+    health = {HEALTH_DECODER.decode(raw).id for raw in await stream(nc, subjects.HEALTH.name)}
+    return states, {k: v[1:] for k, v in latest.items()}, health
+
+
+async def stream(nc: NATS, name: str) -> list[bytes]:
+    js = nc.jetstream()
+    info = await js.stream_info(name)
+    out = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        raw = await js.get_msg(name, seq)
+        assert raw.data is not None
+        out.append(raw.data)
+    return out
+
+
+async def killed_at(js: JetStreamContext, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """Run a service with batches of 1000 and kill it (no ack, no flush, nothing more) in its first batch:
+    after the batch's outputs went out and before its state is saved, or after the save, before the ack."""
+    service = RulesService(js, batch=1000, limits=LIMITS)
+    killed = asyncio.Event()
+    real_publish = bus.publish_messages
+
+    async def hang() -> None:
+        killed.set()
+        await asyncio.Future()  # the process is gone: it does nothing more
+
+    async def publish_then_die(js: JetStreamContext, messages: Any, **kw: Any) -> None:
+        messages = list(messages)
+        if where == "before save" and any(m[0].startswith(f"$KV.{subjects.KV_RULES}.") for m in messages):
+            await hang()
+        await real_publish(js, messages, **kw)
+
+    monkeypatch.setattr(bus, "publish_messages", publish_then_die)
+    handle: Callable[..., Awaitable[None]] = service.handle_events
+
+    async def handle_then_die(*args: Any) -> None:
+        await handle(*args)
+        await hang()  # only reached "after save"
+
+    service.handle_events = handle_then_die  # type: ignore[method-assign]
+    task = asyncio.create_task(service.run(asyncio.Event()))
+    async with asyncio.timeout(20):
+        await killed.wait()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    monkeypatch.setattr(bus, "publish_messages", real_publish)
+
+
+async def finish(js: JetStreamContext, last_seq: int) -> None:
+    """A new process, until every event is acknowledged (the killed batch comes again at some point), then
+    its last flush."""
+    service = RulesService(js, limits=LIMITS)
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(stop))
+    try:
+        async with asyncio.timeout(40):
+            while True:
+                await asyncio.sleep(0.2)
+                info = await js.consumer_info(subjects.EVENTS.name, "rules")
+                if info.ack_floor.stream_seq == last_seq and not info.num_ack_pending:
+                    break
+    finally:
+        stop.set()
+        await task
+
+
+@pytest.mark.parametrize("where", ["before save", "after save"])
+async def test_a_backlog_killed_mid_batch_ends_as_an_uninterrupted_run(
+    nc: NATS, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    js = nc.jetstream()
+    events = backlog(1200)
+    assert RECENT_IDS < 1000  # the killed batch is longer than the engine's memory of ids
+    await publish(js, events)
+    await killed_at(js, monkeypatch, where)
+    await finish(js, len(events))
+    states, incidents, health_ids = await stored(nc)
+    want_states, want_incidents, want_ids = clean_run(events)
+    assert sum(c for c, _, _ in incidents.values()) == len(events)
+    assert incidents == want_incidents
+    assert states == want_states
+    assert health_ids == want_ids
+
+
+@pytest.mark.parametrize("where", ["before save", "after save"])
+async def test_a_set_healthy_that_came_last_is_the_last_word_after_a_kill(
+    nc: NATS, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    js = nc.jetstream()
+    events: list[Event] = [*backlog(1100), set_healthy(1101)]
+    await publish(js, events)
+    await killed_at(js, monkeypatch, where)
+    await finish(js, len(events))
+    states, incidents, _ = await stored(nc)
+    assert list(states.values()) == [("Healthy", [])] * len(GPUS)
+    assert (states, incidents) == clean_run(events)[:2]
+
+
+async def test_events_of_a_stream_made_again_are_applied_though_their_sequences_start_over(nc: NATS) -> None:
+    js = nc.jetstream()
+    events = backlog(8)
+    await publish(js, events)
+    await finish(js, len(events))
+    await js.delete_stream(subjects.EVENTS.name)  # an operator starts the events over; the rules' states stay
+    await bus.provision(js)
+    await publish(js, [set_healthy(9)])  # sequence 1, below the node's last applied (8)
+    await finish(js, 1)
+    states, _, _ = await stored(nc)
+    assert list(states.values()) == [("Healthy", [])] * len(GPUS)

@@ -1,0 +1,87 @@
+"""Boots as evidence: the current boot is the one that began last, and never moves backwards."""
+
+from __future__ import annotations
+
+from gpuhealth.events import Event, KernelEvent, SourceStatus
+from rules.boots import CLOCK_SLACK_NS, IDENTITY_COMPONENT
+from rules.catalog import load
+from rules.engine import apply_all
+from rules.state import NodeState
+
+CAT = load()
+PCI = "0000:04:00.0"
+S = 10**9
+T0 = 1_700_000_000 * S  # boot b1 began here; b2 an hour later
+BOOTS = {"b1": T0, "b2": T0 + 3600 * S}
+
+
+def xid(i: int, code: int, boot: str, at: int, boot_time: int | None = None, machine: str = "m1") -> KernelEvent:
+    return KernelEvent(id=f"x{i}", time=at, cluster="c", node="n", machine_id=machine, boot_id=boot,
+                       boot_time=BOOTS.get(boot, 0) if boot_time is None else boot_time, source="kmsg",
+                       component="accelerator-nvidia-error-xid", kind="xid", xid=code, pci_bus_id=PCI, message="m")  # fmt: skip
+
+
+def status(i: int, boot: str, at: int, machine: str = "m1", boot_time: int | None = None) -> SourceStatus:
+    return SourceStatus(id=f"s{i}", time=at, cluster="c", node="n", machine_id=machine, boot_id=boot,
+                        boot_time=BOOTS.get(boot, 0) if boot_time is None else boot_time, source="kmsg",
+                        component="kernel-log", available=True)  # fmt: skip
+
+
+def run(events: list[Event]) -> NodeState:
+    state: NodeState | None = None
+    for ev in events:
+        state, _, _ = apply_all(state, ev, CAT)
+    assert state is not None
+    return state
+
+
+def gpu(state: NodeState) -> tuple[str, list[str]]:
+    cs = state.states[f"accelerator-nvidia-error-xid\x1f{PCI}"]
+    return cs.health, list(cs.actions)
+
+
+def test_a_late_word_of_the_previous_boot_does_not_turn_the_current_boot_back() -> None:
+    b2 = BOOTS["b2"]
+    state = run([
+        status(1, "b2", b2 + 10 * S),
+        xid(2, 13, "b1", b2 - 5 * S),  # delivered late: it happened before the reboot
+        xid(3, 79, "b2", b2 + 20 * S),  # a genuine fault of the current boot
+    ])  # fmt: skip
+    assert (state.boot_id, state.boot_time) == ("b2", b2)
+    assert gpu(state) == ("Unhealthy", ["REBOOT_SYSTEM"])
+
+
+def test_an_event_of_an_unknown_or_malformed_boot_is_history_counted_and_clearing_nothing() -> None:
+    b1 = BOOTS["b1"]
+    state = run([
+        xid(1, 79, "b1", b1 + 10 * S),
+        xid(2, 79, "bX", b1 + 20 * S, boot_time=0),  # a boot whose start is not known
+        xid(3, 79, "bY", b1 + 30 * S, boot_time=b1 + 60 * S),  # began after its own event: malformed
+    ])  # fmt: skip
+    assert (state.boot_id, state.boot_time, state.past_boots) == ("b1", b1, [])
+    assert gpu(state) == ("Unhealthy", ["REBOOT_SYSTEM"])
+    (fault,) = state.faults.values()
+    assert fault.count == 3  # stored and counted all the same
+
+
+def test_a_boot_that_began_later_is_a_reboot_and_clears_reboot_class_states() -> None:
+    state = run([xid(1, 79, "b1", BOOTS["b1"] + S), status(2, "b2", BOOTS["b2"] + S)])
+    assert gpu(state) == ("Healthy", []) and state.boot_id == "b2" and state.past_boots == ["b1"]
+
+
+def test_two_agents_claiming_one_node_are_a_conflict_not_a_reboot_each_time() -> None:
+    now = BOOTS["b2"] + CLOCK_SLACK_NS + 10 * S  # both alive: each speaks after the other began
+    state = run([
+        xid(1, 79, "b1", now, machine="m1"),
+        status(2, "b2", now + S, machine="m2"),  # looks like a reboot: nothing tells them apart yet
+        xid(3, 79, "b1", now + 2 * S, machine="m1"),  # b1 alive while b2 is current
+        status(4, "b2", now + 3 * S, machine="m2"),
+        xid(5, 79, "b1", now + 4 * S, machine="m1"),
+    ])  # fmt: skip
+    conflict = state.states[f"{IDENTITY_COMPONENT}\x1fn"]
+    assert conflict.health == "Unhealthy" and conflict.reason.startswith("node identity conflict")
+    assert "b1" in conflict.reason and "b2" in conflict.reason
+    assert (state.boot_id, state.machine_id) == ("b2", "m2")  # current never moved back
+    # A genuine reboot later does not clear the conflict: a person must.
+    state, _, _ = apply_all(state, status(6, "b3", now + 5 * S, machine="m2", boot_time=now), CAT)
+    assert state.boot_id == "b3" and state.states[f"{IDENTITY_COMPONENT}\x1fn"].health == "Unhealthy"
