@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 
 from gpuhealth import subjects
-from gpuhealth.config import NodeIdentity
+from gpuhealth.config import NodeIdentity, boot_time_ns
 from gpuhealth.events import HostEvent, MetricBatch, encode, new_id, now_ns
 from producers.poller import Item, PollState, read_text
 
@@ -180,8 +180,10 @@ class HostPoller:
         if not boot_id or not previous or boot_id == previous:
             return []
         message = f"rebooted: boot {previous} was last seen before {boot_id} began"
+        # The boot running now is the one /proc/stat's btime dates: read with its id, so the rules can tell
+        # it began after the last one even when this agent outlived the boot it started in.
         return [self._event(t, OS_COMPONENT, "reboot", self.identity.node, boot_id=boot_id, state=boot_id,
-                            since=last_seen, message=message)]  # fmt: skip
+                            boot_time=boot_time_ns(self.proc_root), since=last_seen, message=message)]  # fmt: skip
 
     def _services(self, t: int) -> list[HostEvent]:
         states = self.service_states(list(SERVICES))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ def test_up_on_a_recorded_h100_tree_shows_its_devices_and_their_faults(tmp_path:
 
         # The node reboots (a new boot_id): a reboot event, and the reboot-class state clears.
         proc_root.joinpath("sys", "kernel", "random", "boot_id").write_text("0f0e0d0c-0b0a-4908-8706-050403020100\n")
+        stat = proc_root / "stat"  # and the new boot began later, as every real one does
+        stat.write_text(stat.read_text().replace("btime 1763640000", f"btime {int(time.time()) - 60}"))
         wait_for(lambda: gpu_health() == "Healthy", timeout=20)
 
         def reboots() -> list[Any]:
