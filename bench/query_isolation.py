@@ -77,7 +77,7 @@ async def drain(nc: Any, store: Store, first: int, n: int) -> float:
 async def main(n: int, query_s: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        nats = EmbeddedNats(root / "nats")
+        nats = EmbeddedNats(root / "nats", auth=None)
         url = await nats.start()
         nc = await bus.connect(url, "bench-query")
         await bus.provision(nc.jetstream())
