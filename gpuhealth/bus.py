@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -30,13 +31,15 @@ import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import (
+    DiscardPolicy,
     KeyValueConfig,
     StorageType,
     StreamConfig,
+    StreamInfo,
     SubjectTransform,
 )
 
-from gpuhealth import jetstream, subjects, telemetry
+from gpuhealth import jetstream, sizing, subjects, telemetry
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
 
@@ -138,39 +141,67 @@ async def connect(
     return nc
 
 
-async def provision(js: JetStreamContext, *, replicas: int = 1, missing_only: bool = False) -> None:
+# The server's answer to a stream whose max_bytes it cannot reserve in its store.
+NO_ROOM = 10047
+
+
+async def provision(
+    js: JetStreamContext, *, replicas: int = 1, missing_only: bool = False, limits: sizing.Limits | None = None
+) -> None:
     """Create or update every stream and KV bucket; safe to run from every stage at once.
 
+    ``limits``: each one's bounds (gpuhealth/sizing.py; default: sized for ``sizing.DEFAULT_FLEET``);
+    an existing stream or bucket whose bounds differ is updated in place, keeping its messages.
     ``missing_only``: only create what does not exist (an agent, whose permissions let it
     see streams but not change them: on a fleet the services create them). Retries until
     it succeeds: a stage that starts while NATS is away, or before the services, waits."""
+    lim = limits or sizing.limits(sizing.DEFAULT_FLEET)
     delay = 0.2
     while True:
         try:
-            await _provision_once(js, replicas, missing_only)
+            await _provision_once(js, replicas, missing_only, lim)
             return
         except (TimeoutError, nats.errors.Error) as e:
+            if isinstance(e, nats.js.errors.APIError) and e.err_code == NO_ROOM:  # waiting would not help
+                need = sizing.human(sizing.store_bytes(lim) / sizing.STORE_HEADROOM)
+                raise ConfigError(
+                    f"the streams' bounds ({need} in all) do not fit the NATS server's JetStream store: give it "
+                    "a larger max_file_store, or size for fewer nodes or a shorter metrics buffer"
+                ) from None
             log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
 
-async def _exists(probe: Awaitable[Any]) -> bool:
+async def _info(js: JetStreamContext, stream: str) -> StreamInfo | None:
     try:
-        await probe
-        return True
+        return await js.stream_info(stream)
     except nats.js.errors.NotFoundError:
-        return False
+        return None
 
 
-async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool) -> None:
+def _kept(name: str, want: int, info: StreamInfo | None) -> int:
+    """``want``, or what the stream holds if that is more: a lower limit would delete the oldest
+    messages at once, unread ones too. The next provision lowers it once they are gone."""
+    held = info.state.bytes if info is not None else 0
+    if held > want:
+        log.warning("%s holds %d bytes, over its new limit of %d: kept at %d until it drains", name, held, want, held)
+        return held
+    return want
+
+
+async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool, lim: sizing.Limits) -> None:
     for spec in subjects.STREAMS:
-        if missing_only and await _exists(js.stream_info(spec.name)):
+        info = await _info(js, spec.name)
+        if missing_only and info is not None:
             continue
+        bound = lim.streams[spec.name]
         config = StreamConfig(
             name=spec.name,
             subjects=spec.subjects,
-            max_age=spec.max_age_s,
+            max_age=bound.max_age_s,
+            max_bytes=_kept(spec.name, bound.max_bytes, info),
+            discard=DiscardPolicy.NEW if bound.discard_new else DiscardPolicy.OLD,
             duplicate_window=spec.duplicate_window_s,
             max_msg_size=spec.max_msg_size,
             storage=StorageType.FILE,
@@ -178,16 +209,20 @@ async def _provision_once(js: JetStreamContext, replicas: int, missing_only: boo
             subject_transform=SubjectTransform(*spec.transform) if spec.transform else None,
         )
         try:
-            await js.add_stream(config)
+            await js.add_stream(config)  # the same config again is a no-op; a different one is refused
         except nats.js.errors.BadRequestError:
             await js.update_stream(config)
     for bucket in subjects.KV_BUCKETS:
-        if missing_only and await _exists(js.stream_info(f"KV_{bucket}")):
-            continue
-        with contextlib.suppress(nats.js.errors.BadRequestError):  # exists already
-            await js.create_key_value(
-                KeyValueConfig(bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas)
-            )
+        name = f"KV_{bucket}"
+        info = await _info(js, name)
+        if info is None:
+            with contextlib.suppress(nats.js.errors.BadRequestError):  # made meanwhile by another stage
+                kv = KeyValueConfig(
+                    bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas, max_bytes=lim.buckets[bucket]
+                )
+                await js.create_key_value(kv)
+        elif not missing_only and info.config.max_bytes != (want := _kept(name, lim.buckets[bucket], info)):
+            await js.update_stream(dataclasses.replace(info.config, max_bytes=want))
 
 
 def headers_for(msg_id: str) -> dict[str, str]:

@@ -86,8 +86,9 @@ class Limits:
     buckets: dict[str, int]  # max_bytes by bucket name
 
 
-# A fleet to size for when none is given: a service started without --fleet-nodes.
-DEFAULT_FLEET = Fleet(nodes=1000)
+# What a service sizes for when not told the fleet (--fleet-nodes): one node, the floors. Not more: the
+# server reserves every stream's max_bytes in its store, and refuses streams that do not fit.
+DEFAULT_FLEET = Fleet(nodes=1)
 
 
 def _bytes(per_node_day: float, fleet: Fleet, age_s: float, headroom: float) -> int:
