@@ -265,22 +265,38 @@ async def publish_until_acked(
     """Retry (with back-off) until JetStream acknowledged every item; False if ``stop`` came first.
 
     Retrying is safe: the ids make a repeat a no-op. A producer holds its source
-    meanwhile, so an outage costs latency, never data."""
+    meanwhile, so an outage costs latency, never data. A stream with no room (StoreFullError) is
+    logged once as an error and shown in ``gpuhealth_stream_full`` until it takes messages again."""
     delay = 0.1
+    full: list[str] = []
     while items:
         if stop is not None and stop.is_set():
             return False
         try:
             await publish(items)
-            return True
+        except jetstream.StoreFullError as e:
+            if not full:
+                why = "they go once there is room: the stream purged, its bound raised, its oldest aged out"
+                log.error("%s: %d messages held, JetStream has no room (%s); %s", what, len(items), e, why)
+            for stream in e.streams or ["unknown"]:
+                if stream not in full:
+                    full.append(stream)
+                telemetry.STREAM_FULL.labels(stream).set(1)
+                telemetry.PUBLISH_REFUSED.labels(stream).inc(len(items))
+            log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delay)
         except Exception as e:
             log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delay)
-            if stop is None:
-                await asyncio.sleep(delay)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, 5.0)
+        else:
+            for stream in full:
+                telemetry.STREAM_FULL.labels(stream).set(0)
+                log.warning("%s: %s took messages again", what, stream)
+            return True
+        if stop is None:
+            await asyncio.sleep(delay)
+        else:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, 5.0)
     return True
 
 

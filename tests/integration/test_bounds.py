@@ -3,17 +3,23 @@ refuses visibly and takes writes again, with no restart, once there is room."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.api import DiscardPolicy, KeyValueConfig, StorageType, StreamConfig, SubjectTransform
 
-from gpuhealth import bus, sizing, subjects
+from gpuhealth import bus, sizing, subjects, telemetry
 from gpuhealth.errors import ConfigError
+from gpuhealth.jetstream import StoreFullError
 
 # Small enough for the test server to reserve in its store (it reserves every max_bytes).
 FLEET = sizing.limits(sizing.Fleet(nodes=20))
+
+
+def full(stream: str) -> float | None:
+    return telemetry.REGISTRY.get_sample_value("gpuhealth_stream_full", {"stream": stream})
 
 
 def tiny(stream: str, max_bytes: int, lim: sizing.Limits = FLEET) -> sizing.Limits:
@@ -91,6 +97,60 @@ async def test_a_bound_lower_than_what_is_stored_waits_instead_of_deleting(nc: N
     await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 10_000))
     info = await js.stream_info("GPUHEALTH_EVENTS")
     assert info.state.messages == 50 and info.config.max_bytes == held
+
+
+async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound_is_raised(
+    nc: NATS, caplog: pytest.LogCaptureFixture
+) -> None:
+    js = nc.jetstream()
+    await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 4096))
+    subject = subjects.event_subject("node-1", "kmsg")
+    sent = 0
+    with pytest.raises(StoreFullError) as refused:
+        for sent in range(100):
+            await bus.publish_batch(js, [(subject, f"e{sent}", b"x" * 500)])
+    assert refused.value.streams == ["GPUHEALTH_EVENTS"]
+    assert "GPUHEALTH_EVENTS" in str(refused.value) and "maximum bytes exceeded" in str(refused.value)
+    kept = (await js.stream_info("GPUHEALTH_EVENTS")).state.messages
+    assert kept == sent and 0 < kept < 10  # DiscardNew: the stored events stay, the new one is refused
+
+    # A producer keeps retrying (as the agent does) while the operator raises the bound.
+    retrying = asyncio.create_task(
+        bus.publish_until_acked(lambda items: bus.publish_batch(js, items), [(subject, "late", b"x" * 500)])
+    )
+    await asyncio.sleep(0.5)
+    assert not retrying.done()
+    assert full("GPUHEALTH_EVENTS") == 1.0  # shown where the process's metrics are served
+    [error] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "no room" in error.getMessage() and "GPUHEALTH_EVENTS" in error.getMessage()
+    await bus.provision(js, limits=FLEET)
+    async with asyncio.timeout(10):
+        assert await retrying
+    assert (await js.stream_info("GPUHEALTH_EVENTS")).state.messages == kept + 1
+    assert full("GPUHEALTH_EVENTS") == 0.0
+
+
+async def test_a_full_event_stream_takes_writes_again_once_purged(nc: NATS) -> None:
+    js = nc.jetstream()
+    await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 4096))
+    subject = subjects.event_subject("node-1", "kmsg")
+    with pytest.raises(StoreFullError):
+        for i in range(100):
+            await bus.publish_batch(js, [(subject, f"e{i}", b"x" * 500)])
+    await js.purge_stream("GPUHEALTH_EVENTS")
+    await bus.publish_batch(js, [(subject, "after", b"x" * 500)])
+    assert (await js.stream_info("GPUHEALTH_EVENTS")).state.messages == 1
+
+
+async def test_a_full_metrics_stream_drops_its_oldest_and_never_refuses(nc: NATS) -> None:
+    js = nc.jetstream()
+    await bus.provision(js, limits=tiny("GPUHEALTH_METRICS", 8192))
+    subject = subjects.metric_subject("node-1", "nvml")
+    for i in range(100):
+        await bus.publish_batch(js, [(subject, f"m{i}", b"y" * 500)])
+    info = await js.stream_info("GPUHEALTH_METRICS")
+    assert info.state.bytes <= 8192 and info.state.last_seq == 100
+    assert info.state.first_seq > 1  # the oldest went
 
 
 async def test_bounds_the_server_cannot_reserve_stop_provisioning_with_a_reason(nc: NATS) -> None:
