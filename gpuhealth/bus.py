@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import datetime as dt
+import json
 import logging
 import os
 import re
@@ -181,13 +183,38 @@ async def _info(js: JetStreamContext, stream: str) -> StreamInfo | None:
 
 
 def _kept(name: str, want: int, info: StreamInfo | None) -> int:
-    """``want``, or what the stream holds if that is more: a lower limit would delete the oldest
-    messages at once, unread ones too. The next provision lowers it once they are gone."""
-    held = info.state.bytes if info is not None else 0
-    if held > want:
-        log.warning("%s holds %d bytes, over its new limit of %d: kept at %d until it drains", name, held, want, held)
-        return held
-    return want
+    """``want``, or the stream's present bound while it holds more than ``want``: a lower bound would
+    delete the oldest messages at once, unread ones too. A later provision applies it."""
+    if info is None or info.state.bytes <= want:
+        return want
+    log.warning("%s holds %d bytes, over its new bound of %d: not applied yet", name, info.state.bytes, want)
+    return int(info.config.max_bytes or -1)
+
+
+async def _kept_age(js: JetStreamContext, want: float, info: StreamInfo | None) -> float:
+    """``want``, or the stream's present max_age while some consumer has not acknowledged a message
+    older than ``want``: a shorter age would delete it. A later provision applies it."""
+    if info is None or not info.config.max_age or want >= info.config.max_age:
+        return want
+    name = str(info.config.name)
+    consumers = [c for c in await js.consumers_info(name) if c.num_pending or c.num_ack_pending]
+    unread = [max((c.ack_floor.stream_seq if c.ack_floor else 0) + 1, info.state.first_seq) for c in consumers]
+    if not unread:
+        return want
+    nc = jetstream.connection_of(js)
+    request = json.dumps({"seq": min(unread), "next_by_subj": ">"}).encode()
+    reply = json.loads((await nc.request(f"$JS.API.STREAM.MSG.GET.{name}", request, timeout=5)).data)
+    stored = reply.get("message", {}).get("time", "")
+    if not stored:
+        return want
+    # RFC 3339 with nanoseconds; fromisoformat takes microseconds.
+    at = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", stored).replace("Z", "+00:00"))
+    if (dt.datetime.now(dt.UTC) - at).total_seconds() <= want:
+        return want
+    log.warning(
+        "%s: a consumer has yet to read a message of %s, older than the new max_age: not applied yet", name, stored
+    )
+    return float(info.config.max_age)
 
 
 async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool, lim: sizing.Limits) -> None:
@@ -196,13 +223,14 @@ async def _provision_once(js: JetStreamContext, replicas: int, missing_only: boo
         if missing_only and info is not None:
             continue
         bound = lim.streams[spec.name]
+        age = await _kept_age(js, bound.max_age_s, info)
         config = StreamConfig(
             name=spec.name,
             subjects=spec.subjects,
-            max_age=bound.max_age_s,
+            max_age=age,
             max_bytes=_kept(spec.name, bound.max_bytes, info),
             discard=DiscardPolicy.NEW if bound.discard_new else DiscardPolicy.OLD,
-            duplicate_window=spec.duplicate_window_s,
+            duplicate_window=min(spec.duplicate_window_s, age),  # the server refuses a longer one
             max_msg_size=spec.max_msg_size,
             storage=StorageType.FILE,
             num_replicas=replicas,

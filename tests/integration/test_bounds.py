@@ -93,10 +93,31 @@ async def test_provision_bounds_an_existing_deployment_in_place(nats_url: str) -
 async def test_a_bound_lower_than_what_is_stored_waits_instead_of_deleting(nc: NATS) -> None:
     js = nc.jetstream()
     await bus.publish_batch(js, [(subjects.event_subject("node-1", "kmsg"), f"e{i}", b"x" * 1000) for i in range(50)])
-    held = (await js.stream_info("GPUHEALTH_EVENTS")).state.bytes
+    before = (await js.stream_info("GPUHEALTH_EVENTS")).config.max_bytes
     await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 10_000))
     info = await js.stream_info("GPUHEALTH_EVENTS")
-    assert info.state.messages == 50 and info.config.max_bytes == held
+    assert info.state.messages == 50 and info.config.max_bytes == before  # not lowered while it holds more
+    await js.purge_stream("GPUHEALTH_EVENTS")
+    await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 10_000))
+    assert (await js.stream_info("GPUHEALTH_EVENTS")).config.max_bytes == 10_000
+
+
+async def test_a_shorter_age_waits_while_a_consumer_has_older_messages_unread(nc: NATS) -> None:
+    js = nc.jetstream()
+    short = sizing.Limits(
+        {**FLEET.streams, "GPUHEALTH_METRICS": dataclasses.replace(FLEET.streams["GPUHEALTH_METRICS"], max_age_s=1.0)},
+        FLEET.buckets,
+    )
+    sub = await js.pull_subscribe("gpuhealth.v1.metric.>", durable="sink-metrics", stream="GPUHEALTH_METRICS")
+    await bus.publish_batch(js, [(subjects.metric_subject("node-1", "nvml"), f"m{i}", b"y" * 100) for i in range(5)])
+    await asyncio.sleep(1.5)  # older than the new age, and unread by the sink
+    await bus.provision(js, limits=short)
+    info = await js.stream_info("GPUHEALTH_METRICS")
+    assert info.config.max_age == 6 * 3600 and info.state.messages == 5
+    for m in await sub.fetch(5, timeout=5):
+        await m.ack_sync()
+    await bus.provision(js, limits=short)  # all read: the shorter age applies, and the read messages go
+    assert (await js.stream_info("GPUHEALTH_METRICS")).config.max_age == 1.0
 
 
 async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound_is_raised(
