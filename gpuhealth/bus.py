@@ -310,6 +310,7 @@ async def publish_until_acked(
                 if stream not in full:
                     full.append(stream)
                 telemetry.STREAM_FULL.labels(stream).set(1)
+                telemetry.NO_ROOM[stream] = f"{len(items)} messages held and retried by {what}: {e}"
                 telemetry.PUBLISH_REFUSED.labels(stream).inc(len(items))
             log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delay)
         except Exception as e:
@@ -317,6 +318,7 @@ async def publish_until_acked(
         else:
             for stream in full:
                 telemetry.STREAM_FULL.labels(stream).set(0)
+                telemetry.NO_ROOM.pop(stream, None)
                 log.warning("%s: %s took messages again", what, stream)
             return True
         if stop is None:

@@ -22,6 +22,8 @@ PUBLISH_SECONDS = Histogram("gpuhealth_publish_seconds", "time until JetStream a
 STREAM_FULL = Gauge(
     "gpuhealth_stream_full", "1 while a stream refuses this process's messages", ["stream"], registry=REGISTRY
 )
+# The same, with the server's words, for the agent's API to show as a Degraded state (producers/api.py).
+NO_ROOM: dict[str, str] = {}
 PUBLISH_REFUSED = Counter(
     "gpuhealth_publish_refused", "messages refused for want of room", ["stream"], registry=REGISTRY
 )

@@ -11,8 +11,10 @@ from nats.aio.client import Client as NATS
 from nats.js.api import DiscardPolicy, KeyValueConfig, StorageType, StreamConfig, SubjectTransform
 
 from gpuhealth import bus, sizing, subjects, telemetry
+from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import ConfigError
 from gpuhealth.jetstream import StoreFullError
+from producers.api import BUS_COMPONENT, View
 
 # Small enough for the test server to reserve in its store (it reserves every max_bytes).
 FLEET = sizing.limits(sizing.Fleet(nodes=20))
@@ -121,7 +123,7 @@ async def test_a_shorter_age_waits_while_a_consumer_has_older_messages_unread(nc
 
 
 async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound_is_raised(
-    nc: NATS, caplog: pytest.LogCaptureFixture
+    nc: NATS, caplog: pytest.LogCaptureFixture, identity: NodeIdentity
 ) -> None:
     js = nc.jetstream()
     await bus.provision(js, limits=tiny("GPUHEALTH_EVENTS", 4096))
@@ -142,6 +144,11 @@ async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound
     await asyncio.sleep(0.5)
     assert not retrying.done()
     assert full("GPUHEALTH_EVENTS") == 1.0  # shown where the process's metrics are served
+    # and in the agent's own health (its API's /v1/states), with the server's words and how many wait
+    [bus_state] = View(identity).states_json({BUS_COMPONENT})
+    [degraded] = bus_state["states"]
+    assert (degraded["name"], degraded["health"]) == ("GPUHEALTH_EVENTS", "Degraded")
+    assert "1 messages held" in degraded["reason"] and "maximum bytes exceeded" in degraded["reason"]
     [error] = [r for r in caplog.records if r.levelname == "ERROR"]
     assert "no room" in error.getMessage() and "GPUHEALTH_EVENTS" in error.getMessage()
     await bus.provision(js, limits=FLEET)
@@ -149,6 +156,7 @@ async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound
         assert await retrying
     assert (await js.stream_info("GPUHEALTH_EVENTS")).state.messages == kept + 1
     assert full("GPUHEALTH_EVENTS") == 0.0
+    assert View(identity).states_json({BUS_COMPONENT}) == []
 
 
 async def test_a_full_event_stream_takes_writes_again_once_purged(nc: NATS) -> None:
