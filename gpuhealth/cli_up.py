@@ -150,6 +150,8 @@ async def run_up(o: UpOptions) -> int:
         raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
     identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
     stop = bus.stop_on_signals()
+    # One node: the metrics bound counts its GPUs at its poll interval.
+    here = sizing.Fleet(1, o.simulate_gpus if o.simulate_gpus is not None else 8, o.nvml_poll_interval or 10.0)
     nats = None
     # Each stage its own identity on our own server; on a given server, the environment's (as today).
     creds: dict[str, dict[str, str] | None] = {"rules": None, "sink": None}
@@ -158,7 +160,8 @@ async def run_up(o: UpOptions) -> int:
         ids = localauth.identities(o.data_dir, identity.node, gid)
         creds = {i.user: {"user": i.user, "password": i.password} for i in ids}
         agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
-        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids))
+        room = sizing.store_bytes(sizing.limits(here))  # the bounds, not the disk, stop what is stored
+        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids), max_store=room)
         url = await nats.start()
     else:
         url = o.nats_url
@@ -172,8 +175,6 @@ async def run_up(o: UpOptions) -> int:
         connections.append(rules_nc)
         sink_nc = await bus.connect(url, "gpuhealth-up-sink", retry_for=30, credentials=creds["sink"])
         connections.append(sink_nc)
-        # One node: the metrics bound counts its GPUs at its poll interval.
-        here = sizing.Fleet(1, o.simulate_gpus if o.simulate_gpus is not None else 8, o.nvml_poll_interval or 10.0)
         await bus.provision(rules_nc.jetstream(), limits=bounds(here))
         await store.run(store.connect)
         tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -14,6 +15,7 @@ from gpuhealth import bus, sizing, subjects, telemetry
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import ConfigError
 from gpuhealth.jetstream import StoreFullError
+from gpuhealth.natsd import EmbeddedNats
 from producers.api import BUS_COMPONENT, View
 
 # Small enough for the test server to reserve in its store (it reserves every max_bytes).
@@ -186,3 +188,21 @@ async def test_bounds_the_server_cannot_reserve_stop_provisioning_with_a_reason(
     """The server reserves every stream's max_bytes in its store; waiting for room would wait forever."""
     with pytest.raises(ConfigError, match="do not fit the NATS server's JetStream store"):
         await bus.provision(nc.jetstream(), limits=sizing.limits(sizing.Fleet(nodes=1_000_000)))
+
+
+async def test_up_caps_its_servers_store_at_what_the_bounds_need(tmp_path: Path) -> None:
+    """`gpuctl up`'s server gets a store just large enough for one node's bounds: the streams stop at their
+    bounds (recoverable) long before the disk fills (which disables JetStream until a restart)."""
+    one = sizing.limits(sizing.Fleet(nodes=1))
+    for max_store, fits in ((sizing.store_bytes(one), True), (100 << 20, False)):
+        server = EmbeddedNats(tmp_path / str(max_store), auth=None, max_store=max_store)
+        nc = await bus.connect(await server.start(), "t")
+        try:
+            if fits:
+                await bus.provision(nc.jetstream(), limits=one)
+            else:
+                with pytest.raises(ConfigError):
+                    await bus.provision(nc.jetstream(), limits=one)
+        finally:
+            await nc.close()
+            await server.stop()
