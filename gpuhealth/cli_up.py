@@ -238,9 +238,11 @@ async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[Non
             await agent.start()
 
 
-def bounds(fleet: sizing.Fleet) -> sizing.Limits:
+def bounds(fleet: sizing.Fleet, replicas: int = 1) -> sizing.Limits:
     """The streams' bounds for ``fleet``, said once in the log: an operator sees what a full stream means."""
     lim = sizing.limits(fleet)
+    if fleet.nodes == 1 and replicas > 1:  # a cluster for one node: the fleet's size was surely not given
+        log.warning("streams sized for one node on a cluster: give --fleet-nodes (nats-config's fleet.env)")
     each = [f"{n.removeprefix('GPUHEALTH_').lower()} {sizing.human(x.max_bytes)}" for n, x in lim.streams.items()]
     store = sizing.human(sizing.store_bytes(lim))
     log.info("streams sized for %d nodes x %d GPUs: %s; store %s", fleet.nodes, fleet.gpus_per_node, each, store)
@@ -263,7 +265,7 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
     js = nc.jetstream()
-    await bus.provision(js, replicas=replicas, limits=bounds(fleet))
+    await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     service = RulesService(js, instance=instance, instances=instances, limits=limits)
     await service.start()
     sd.ready(f"rules instance {instance} of {instances}")
@@ -281,7 +283,7 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()
-    await bus.provision(js, replicas=replicas, limits=bounds(fleet))
+    await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     sd.ready(f"sink to {store.target.redacted()}")
     try:
         await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))

@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from gpuhealth import bus, sizing
 from gpuhealth.natsd import EmbeddedNats
 from tests.e2e.conftest import GPUCTL
@@ -38,3 +40,13 @@ async def test_serve_rules_bounds_the_streams_for_the_fleet_in_its_environment(t
         await asyncio.wait_for(rules.wait(), 20)
         await nc.close()
         await server.stop()
+
+
+def test_a_cluster_sized_for_one_node_is_warned_of(caplog: pytest.LogCaptureFixture) -> None:
+    from gpuhealth.cli_up import bounds
+
+    assert bounds(sizing.Fleet(nodes=1), replicas=1) == sizing.limits(sizing.Fleet(nodes=1))
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    bounds(sizing.Fleet(nodes=1), replicas=3)
+    [warning] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "--fleet-nodes" in warning.getMessage()
