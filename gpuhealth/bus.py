@@ -152,12 +152,13 @@ async def provision(
 ) -> None:
     """Create or update every stream and KV bucket; safe to run from every stage at once.
 
-    ``limits``: each one's bounds (gpuhealth/sizing.py; default: sized for ``sizing.DEFAULT_FLEET``);
-    an existing stream or bucket whose bounds differ is updated in place, keeping its messages.
+    ``limits``: each one's bounds (gpuhealth/sizing.py; default: ``sizing.unsized()``, by age alone, an
+    existing bound in bytes kept); an existing stream or bucket whose bounds differ is updated in place,
+    keeping its messages.
     ``missing_only``: only create what does not exist (an agent, whose permissions let it
     see streams but not change them: on a fleet the services create them). Retries until
     it succeeds: a stage that starts while NATS is away, or before the services, waits."""
-    lim = limits or sizing.limits(sizing.DEFAULT_FLEET)
+    lim = limits or sizing.unsized()
     delay = 0.2
     while True:
         try:
@@ -185,6 +186,8 @@ async def _info(js: JetStreamContext, stream: str) -> StreamInfo | None:
 def _kept(name: str, want: int, info: StreamInfo | None) -> int:
     """``want``, or the stream's present bound while it holds more than ``want``: a lower bound would
     delete the oldest messages at once, unread ones too. A later provision applies it."""
+    if want < 0 and info is not None:  # not told a bound: keep the one it has
+        return int(info.config.max_bytes or -1)
     if info is None or info.state.bytes <= want:
         return want
     log.warning("%s holds %d bytes, over its new bound of %d: not applied yet", name, info.state.bytes, want)

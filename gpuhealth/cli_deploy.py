@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from gpuhealth import sizing
-from gpuhealth.cli_options import FleetGpusOpt, FleetPollOpt, MetricsBufferOpt, fleet_of
+from gpuhealth.cli_options import FleetGpusOpt, FleetPollOpt, MetricsBufferOpt
 from gpuhealth.errors import ConfigError
 
 
@@ -69,7 +69,7 @@ def nats_config(
         raise ConfigError(str(e)) from None
     (out / "auth.conf").write_text(natsconf.auth_conf(ids, system_password=password("system")))
     os.chmod(out / "auth.conf", 0o600)
-    fleet = fleet_of(len(names), gpus, poll, metrics_buffer)
+    fleet = sizing.Fleet(len(names), gpus, poll, metrics_buffer * sizing.HOUR)  # it knows the fleet: every node
     store = sizing.store_bytes(sizing.limits(fleet))
     for s in servers:
         conf = natsconf.server_conf(s, servers, store_dir=store_dir, tls_dir=tls_dir, max_file_store=str(store))

@@ -149,9 +149,12 @@ ReplicasOpt = Annotated[
 ]  # fmt: skip
 # What the streams' bounds are sized for (gpuhealth/sizing.py); `gpuctl nats-config` writes them to fleet.env.
 FleetNodesOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
-        "--fleet-nodes", envvar="GPUHEALTH_FLEET_NODES", min=1, help="GPU nodes the streams' bounds are sized for"
+        "--fleet-nodes",
+        envvar="GPUHEALTH_FLEET_NODES",
+        min=1,
+        help="GPU nodes the streams' bounds are sized for (not given: bounded by age only, existing bounds kept)",
     ),
 ]
 FleetGpusOpt = Annotated[
@@ -174,8 +177,9 @@ MetricsBufferOpt = Annotated[
 ]
 
 
-def fleet_of(nodes: int, gpus: int, poll_interval_s: float, metrics_buffer_hours: float) -> sizing.Fleet:
-    return sizing.Fleet(nodes, gpus, poll_interval_s, metrics_buffer_hours * sizing.HOUR)
+def fleet_of(nodes: int | None, gpus: int, poll_interval_s: float, metrics_buffer_hours: float) -> sizing.Fleet | None:
+    """The fleet the streams are sized for; None when its size was not given."""
+    return None if nodes is None else sizing.Fleet(nodes, gpus, poll_interval_s, metrics_buffer_hours * sizing.HOUR)
 
 
 ChecksOpt = Annotated[

@@ -238,8 +238,12 @@ async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[Non
             await agent.start()
 
 
-def bounds(fleet: sizing.Fleet, replicas: int = 1) -> sizing.Limits:
+def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
     """The streams' bounds for ``fleet``, said once in the log: an operator sees what a full stream means."""
+    if fleet is None:
+        log.warning("the fleet's size was not given (--fleet-nodes, nats-config's fleet.env): streams bounded by "
+                    "age only, existing bounds in bytes kept")  # fmt: skip
+        return sizing.unsized()
     lim = sizing.limits(fleet)
     if fleet.nodes == 1 and replicas > 1:  # a cluster for one node: the fleet's size was surely not given
         log.warning("streams sized for one node on a cluster: give --fleet-nodes (nats-config's fleet.env)")
@@ -260,7 +264,7 @@ def _alive(pid: int) -> bool:
 
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
-                      replicas: int = 1, fleet: sizing.Fleet = sizing.DEFAULT_FLEET) -> int:  # fmt: skip
+                      replicas: int = 1, fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
@@ -277,7 +281,7 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
                      metrics_ttl_days: int | None = None, replicas: int = 1,
-                     fleet: sizing.Fleet = sizing.DEFAULT_FLEET) -> int:  # fmt: skip
+                     fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
     stop = bus.stop_on_signals()

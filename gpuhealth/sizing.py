@@ -86,8 +86,9 @@ class Limits:
     buckets: dict[str, int]  # max_bytes by bucket name
 
 
-# What a service sizes for when not told the fleet (--fleet-nodes): one node, the floors. Not more: the
-# server reserves every stream's max_bytes in its store, and refuses streams that do not fit.
+# The ages and policies a stage uses when not told the fleet (--fleet-nodes), with no bound in bytes (unsized):
+# one node's floors on a fleet's streams would hold 18 s of its metrics, and a full events stream refuses
+# new faults until its oldest age out. Not a large guess either: the server reserves every max_bytes.
 DEFAULT_FLEET = Fleet(nodes=1)
 
 
@@ -113,6 +114,14 @@ def limits(fleet: Fleet) -> Limits:
     }
     buckets = {b: max(MIN_BUCKET_BYTES, per_node * fleet.nodes) for b, per_node in BUCKET_BYTES_PER_NODE.items()}
     return Limits(streams, buckets)
+
+
+def unsized(fleet: Fleet = DEFAULT_FLEET) -> Limits:
+    """``limits(fleet)`` bounded by age alone (max_bytes -1): for a stage that does not know the fleet.
+    An existing stream keeps the bound in bytes it has (provision never lowers one it is not given)."""
+    lim = limits(fleet)
+    streams = {name: StreamLimits(-1, x.max_age_s, x.discard_new) for name, x in lim.streams.items()}
+    return Limits(streams, dict.fromkeys(lim.buckets, -1))
 
 
 def store_bytes(lim: Limits) -> int:

@@ -206,3 +206,35 @@ async def test_up_caps_its_servers_store_at_what_the_bounds_need(tmp_path: Path)
         finally:
             await nc.close()
             await server.stop()
+
+
+async def test_a_stage_not_told_the_fleet_keeps_the_bounds_it_finds_and_bounds_new_streams_by_age(
+    nats_url: str,
+) -> None:
+    """A fleet's services upgraded without --fleet-nodes must not shrink its streams to one node's floors:
+    18 s of a 3,000-node fleet's metrics, and an events stream that refuses new faults once full."""
+    nc = await bus.connect(nats_url, "t")
+    try:
+        js = nc.jetstream()
+        await bus.provision(js)  # a new deployment's stage, not told its size
+        events = (await js.stream_info("GPUHEALTH_EVENTS")).config
+        metrics = (await js.stream_info("GPUHEALTH_METRICS")).config
+        assert (events.max_bytes, events.max_age) == (-1, 7 * 86400)
+        assert (metrics.max_bytes, metrics.max_age) == (-1, 6 * 3600)
+        await bus.provision(js, limits=FLEET)
+        await bus.provision(js)  # a stage of the same fleet, not told its size
+        for spec in subjects.STREAMS:
+            assert (await js.stream_info(spec.name)).config.max_bytes == FLEET.streams[spec.name].max_bytes, spec.name
+        for bucket in subjects.KV_BUCKETS:
+            assert (await js.stream_info(f"KV_{bucket}")).config.max_bytes == FLEET.buckets[bucket], bucket
+    finally:
+        await nc.close()
+
+
+def test_a_service_not_told_the_fleet_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    from gpuhealth.cli_up import bounds
+
+    lim = bounds(None)
+    assert {x.max_bytes for x in lim.streams.values()} == {-1} and set(lim.buckets.values()) == {-1}
+    [warning] = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "--fleet-nodes" in warning.getMessage()
