@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import datetime as dt
+import json
 import logging
 import os
 import re
@@ -30,13 +33,15 @@ import nats.js.errors
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import (
+    DiscardPolicy,
     KeyValueConfig,
     StorageType,
     StreamConfig,
+    StreamInfo,
     SubjectTransform,
 )
 
-from gpuhealth import jetstream, subjects, telemetry
+from gpuhealth import jetstream, sizing, subjects, telemetry
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
 
@@ -138,56 +143,117 @@ async def connect(
     return nc
 
 
-async def provision(js: JetStreamContext, *, replicas: int = 1, missing_only: bool = False) -> None:
+# The server's answer to a stream whose max_bytes it cannot reserve in its store.
+NO_ROOM = 10047
+
+
+async def provision(
+    js: JetStreamContext, *, replicas: int = 1, missing_only: bool = False, limits: sizing.Limits | None = None
+) -> None:
     """Create or update every stream and KV bucket; safe to run from every stage at once.
 
+    ``limits``: each one's bounds (gpuhealth/sizing.py; default: ``sizing.unsized()``, by age alone, an
+    existing bound in bytes kept); an existing stream or bucket whose bounds differ is updated in place,
+    keeping its messages.
     ``missing_only``: only create what does not exist (an agent, whose permissions let it
     see streams but not change them: on a fleet the services create them). Retries until
     it succeeds: a stage that starts while NATS is away, or before the services, waits."""
+    lim = limits or sizing.unsized()
     delay = 0.2
     while True:
         try:
-            await _provision_once(js, replicas, missing_only)
+            await _provision_once(js, replicas, missing_only, lim)
             return
         except (TimeoutError, nats.errors.Error) as e:
+            if isinstance(e, nats.js.errors.APIError) and e.err_code == NO_ROOM:  # waiting would not help
+                need = sizing.human(sizing.store_bytes(lim) / sizing.STORE_HEADROOM)
+                raise ConfigError(
+                    f"the streams' bounds ({need} in all) do not fit the NATS server's JetStream store: give it "
+                    "a larger max_file_store, or size for fewer nodes or a shorter metrics buffer"
+                ) from None
             log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
 
-async def _exists(probe: Awaitable[Any]) -> bool:
+async def _info(js: JetStreamContext, stream: str) -> StreamInfo | None:
     try:
-        await probe
-        return True
+        return await js.stream_info(stream)
     except nats.js.errors.NotFoundError:
-        return False
+        return None
 
 
-async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool) -> None:
+def _kept(name: str, want: int, info: StreamInfo | None) -> int:
+    """``want``, or the stream's present bound while it holds more than ``want``: a lower bound would
+    delete the oldest messages at once, unread ones too. A later provision applies it."""
+    if want < 0 and info is not None:  # not told a bound: keep the one it has
+        return int(info.config.max_bytes or -1)
+    if info is None or info.state.bytes <= want:
+        return want
+    log.warning("%s holds %d bytes, over its new bound of %d: not applied yet", name, info.state.bytes, want)
+    return int(info.config.max_bytes or -1)
+
+
+async def _kept_age(js: JetStreamContext, want: float, info: StreamInfo | None) -> float:
+    """``want``, or the stream's present max_age while some consumer has not acknowledged a message
+    older than ``want``: a shorter age would delete it. A later provision applies it."""
+    if info is None or not info.config.max_age or want >= info.config.max_age:
+        return want
+    name = str(info.config.name)
+    consumers = [c for c in await js.consumers_info(name) if c.num_pending or c.num_ack_pending]
+    unread = [max((c.ack_floor.stream_seq if c.ack_floor else 0) + 1, info.state.first_seq) for c in consumers]
+    if not unread:
+        return want
+    nc = jetstream.connection_of(js)
+    request = json.dumps({"seq": min(unread), "next_by_subj": ">"}).encode()
+    reply = json.loads((await nc.request(f"$JS.API.STREAM.MSG.GET.{name}", request, timeout=5)).data)
+    stored = reply.get("message", {}).get("time", "")
+    if not stored:
+        return want
+    # RFC 3339 with nanoseconds; fromisoformat takes microseconds.
+    at = dt.datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", stored).replace("Z", "+00:00"))
+    if (dt.datetime.now(dt.UTC) - at).total_seconds() <= want:
+        return want
+    log.warning(
+        "%s: a consumer has yet to read a message of %s, older than the new max_age: not applied yet", name, stored
+    )
+    return float(info.config.max_age)
+
+
+async def _provision_once(js: JetStreamContext, replicas: int, missing_only: bool, lim: sizing.Limits) -> None:
     for spec in subjects.STREAMS:
-        if missing_only and await _exists(js.stream_info(spec.name)):
+        info = await _info(js, spec.name)
+        if missing_only and info is not None:
             continue
+        bound = lim.streams[spec.name]
+        age = await _kept_age(js, bound.max_age_s, info)
         config = StreamConfig(
             name=spec.name,
             subjects=spec.subjects,
-            max_age=spec.max_age_s,
-            duplicate_window=spec.duplicate_window_s,
+            max_age=age,
+            max_bytes=_kept(spec.name, bound.max_bytes, info),
+            discard=DiscardPolicy.NEW if bound.discard_new else DiscardPolicy.OLD,
+            duplicate_window=min(spec.duplicate_window_s, age),  # the server refuses a longer one
             max_msg_size=spec.max_msg_size,
             storage=StorageType.FILE,
             num_replicas=replicas,
             subject_transform=SubjectTransform(*spec.transform) if spec.transform else None,
         )
         try:
-            await js.add_stream(config)
+            await js.add_stream(config)  # the same config again is a no-op; a different one is refused
         except nats.js.errors.BadRequestError:
             await js.update_stream(config)
     for bucket in subjects.KV_BUCKETS:
-        if missing_only and await _exists(js.stream_info(f"KV_{bucket}")):
-            continue
-        with contextlib.suppress(nats.js.errors.BadRequestError):  # exists already
-            await js.create_key_value(
-                KeyValueConfig(bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas)
-            )
+        name = f"KV_{bucket}"
+        info = await _info(js, name)
+        if info is None:
+            with contextlib.suppress(nats.js.errors.BadRequestError):  # made meanwhile by another stage
+                kv = KeyValueConfig(
+                    bucket=bucket, history=1, storage=StorageType.FILE, replicas=replicas, max_bytes=lim.buckets[bucket]
+                )
+                await js.create_key_value(kv)
+        elif not missing_only and info.config.max_bytes != (want := _kept(name, lim.buckets[bucket], info)):
+            await js.update_stream(dataclasses.replace(info.config, max_bytes=want))
 
 
 def headers_for(msg_id: str) -> dict[str, str]:
@@ -230,22 +296,40 @@ async def publish_until_acked(
     """Retry (with back-off) until JetStream acknowledged every item; False if ``stop`` came first.
 
     Retrying is safe: the ids make a repeat a no-op. A producer holds its source
-    meanwhile, so an outage costs latency, never data."""
+    meanwhile, so an outage costs latency, never data. A stream with no room (StoreFullError) is
+    logged once as an error and shown in ``gpuhealth_stream_full`` until it takes messages again."""
     delay = 0.1
+    full: list[str] = []
     while items:
         if stop is not None and stop.is_set():
             return False
         try:
             await publish(items)
-            return True
+        except jetstream.StoreFullError as e:
+            if not full:
+                why = "they go once there is room: the stream purged, its bound raised, its oldest aged out"
+                log.error("%s: %d messages held, JetStream has no room (%s); %s", what, len(items), e, why)
+            for stream in e.streams or ["unknown"]:
+                if stream not in full:
+                    full.append(stream)
+                telemetry.STREAM_FULL.labels(stream).set(1)
+                telemetry.NO_ROOM[stream] = f"{len(items)} messages held and retried by {what}: {e}"
+                telemetry.PUBLISH_REFUSED.labels(stream).inc(len(items))
+            log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delay)
         except Exception as e:
             log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delay)
-            if stop is None:
-                await asyncio.sleep(delay)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, 5.0)
+        else:
+            for stream in full:
+                telemetry.STREAM_FULL.labels(stream).set(0)
+                telemetry.NO_ROOM.pop(stream, None)
+                log.warning("%s: %s took messages again", what, stream)
+            return True
+        if stop is None:
+            await asyncio.sleep(delay)
+        else:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+        delay = min(delay * 2, 5.0)
     return True
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuhealth import sizing
 from gpuhealth.config import default_data_dir
 
 DataDirOpt = Annotated[
@@ -146,6 +147,41 @@ ReplicasOpt = Annotated[
     typer.Option("--replicas", envvar="GPUHEALTH_STREAM_REPLICAS", min=1, max=5,
                  help="JetStream replicas of the streams and buckets this service creates (3 on a cluster)"),
 ]  # fmt: skip
+# What the streams' bounds are sized for (gpuhealth/sizing.py); `gpuctl nats-config` writes them to fleet.env.
+FleetNodesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--fleet-nodes",
+        envvar="GPUHEALTH_FLEET_NODES",
+        min=1,
+        help="GPU nodes the streams' bounds are sized for (not given: bounded by age only, existing bounds kept)",
+    ),
+]
+FleetGpusOpt = Annotated[
+    int, typer.Option("--fleet-gpus", envvar="GPUHEALTH_FLEET_GPUS", min=0, help="GPUs a node, for the bounds")
+]
+FleetPollOpt = Annotated[
+    float,
+    typer.Option(
+        "--fleet-poll-interval", envvar="GPUHEALTH_FLEET_POLL_INTERVAL", min=0.1, help="the agents' NVML poll, seconds"
+    ),
+]
+MetricsBufferOpt = Annotated[
+    float,
+    typer.Option(
+        "--metrics-buffer-hours",
+        envvar="GPUHEALTH_METRICS_BUFFER_HOURS",
+        min=0.1,
+        help="how long the metrics stream keeps what the sink has not stored (then its oldest go)",
+    ),
+]
+
+
+def fleet_of(nodes: int | None, gpus: int, poll_interval_s: float, metrics_buffer_hours: float) -> sizing.Fleet | None:
+    """The fleet the streams are sized for; None when its size was not given."""
+    return None if nodes is None else sizing.Fleet(nodes, gpus, poll_interval_s, metrics_buffer_hours * sizing.HOUR)
+
+
 ChecksOpt = Annotated[
     list[Path] | None,
     typer.Option("--checks", "--plugins", help="custom checks in GPUd's plugin format (repeatable; default: "

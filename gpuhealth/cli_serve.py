@@ -18,11 +18,15 @@ from gpuhealth.cli_options import (
     ClickhousePasswordFileOpt,
     ClusterOpt,
     DataDirOpt,
+    FleetGpusOpt,
+    FleetNodesOpt,
+    FleetPollOpt,
     HostIntervalOpt,
     JournalDirOpt,
     JournalOpt,
     KmsgOpt,
     LookbackOpt,
+    MetricsBufferOpt,
     MetricsListenOpt,
     MetricsTtlOpt,
     NodeOpt,
@@ -34,6 +38,7 @@ from gpuhealth.cli_options import (
     SysfsIntervalOpt,
     SysfsOpt,
     data_dir_of,
+    fleet_of,
 )
 
 serve_app = typer.Typer(
@@ -166,14 +171,19 @@ def serve_rules(
     rules_file: RulesFileOpt = None,
     metrics_listen: MetricsListenOpt = None,
     replicas: ReplicasOpt = 1,
+    fleet_nodes: FleetNodesOpt = None,
+    fleet_gpus: FleetGpusOpt = 8,
+    fleet_poll: FleetPollOpt = 10.0,
+    metrics_buffer: MetricsBufferOpt = 6.0,
 ) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuhealth.cli_up import serve_rules as run
 
     log_to_stderr()
     metrics(metrics_listen)
+    fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
     raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
-                                     replicas=replicas)))  # fmt: skip
+                                     replicas=replicas, fleet=fleet)))  # fmt: skip
 
 
 @serve_app.command("sink")
@@ -185,6 +195,10 @@ def serve_sink(
     metrics_listen: MetricsListenOpt = None,
     data_dir: DataDirOpt = None,
     replicas: ReplicasOpt = 1,
+    fleet_nodes: FleetNodesOpt = None,
+    fleet_gpus: FleetGpusOpt = 8,
+    fleet_poll: FleetPollOpt = 10.0,
+    metrics_buffer: MetricsBufferOpt = 6.0,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
     from gpuhealth.cli_up import serve_sink as run
@@ -193,4 +207,5 @@ def serve_sink(
     log_to_stderr()
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
     metrics(metrics_listen)
-    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas)))
+    fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
+    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet)))

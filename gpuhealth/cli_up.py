@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuhealth import bus, localauth, natsconf, sd
+from gpuhealth import bus, localauth, natsconf, sd, sizing
 from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
@@ -150,6 +150,8 @@ async def run_up(o: UpOptions) -> int:
         raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
     identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
     stop = bus.stop_on_signals()
+    # One node: the metrics bound counts its GPUs at its poll interval.
+    here = sizing.Fleet(1, o.simulate_gpus if o.simulate_gpus is not None else 8, o.nvml_poll_interval or 10.0)
     nats = None
     # Each stage its own identity on our own server; on a given server, the environment's (as today).
     creds: dict[str, dict[str, str] | None] = {"rules": None, "sink": None}
@@ -158,7 +160,8 @@ async def run_up(o: UpOptions) -> int:
         ids = localauth.identities(o.data_dir, identity.node, gid)
         creds = {i.user: {"user": i.user, "password": i.password} for i in ids}
         agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
-        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids))
+        room = sizing.store_bytes(sizing.limits(here))  # the bounds, not the disk, stop what is stored
+        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids), max_store=room)
         url = await nats.start()
     else:
         url = o.nats_url
@@ -172,7 +175,7 @@ async def run_up(o: UpOptions) -> int:
         connections.append(rules_nc)
         sink_nc = await bus.connect(url, "gpuhealth-up-sink", retry_for=30, credentials=creds["sink"])
         connections.append(sink_nc)
-        await bus.provision(rules_nc.jetstream())
+        await bus.provision(rules_nc.jetstream(), limits=bounds(here))
         await store.run(store.connect)
         tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
         tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
@@ -235,6 +238,21 @@ async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[Non
             await agent.start()
 
 
+def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
+    """The streams' bounds for ``fleet``, said once in the log: an operator sees what a full stream means."""
+    if fleet is None:
+        log.warning("the fleet's size was not given (--fleet-nodes, nats-config's fleet.env): streams bounded by "
+                    "age only, existing bounds in bytes kept")  # fmt: skip
+        return sizing.unsized()
+    lim = sizing.limits(fleet)
+    if fleet.nodes == 1 and replicas > 1:  # a cluster for one node: the fleet's size was surely not given
+        log.warning("streams sized for one node on a cluster: give --fleet-nodes (nats-config's fleet.env)")
+    each = [f"{n.removeprefix('GPUHEALTH_').lower()} {sizing.human(x.max_bytes)}" for n, x in lim.streams.items()]
+    store = sizing.human(sizing.store_bytes(lim))
+    log.info("streams sized for %d nodes x %d GPUs: %s; store %s", fleet.nodes, fleet.gpus_per_node, each, store)
+    return lim
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -246,12 +264,12 @@ def _alive(pid: int) -> bool:
 
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
-                      replicas: int = 1) -> int:  # fmt: skip
+                      replicas: int = 1, fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
     js = nc.jetstream()
-    await bus.provision(js, replicas=replicas)
+    await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     service = RulesService(js, instance=instance, instances=instances, limits=limits)
     await service.start()
     sd.ready(f"rules instance {instance} of {instances}")
@@ -262,13 +280,14 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 
 
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
-                     metrics_ttl_days: int | None = None, replicas: int = 1) -> int:  # fmt: skip
+                     metrics_ttl_days: int | None = None, replicas: int = 1,
+                     fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink")
     js = nc.jetstream()
-    await bus.provision(js, replicas=replicas)
+    await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     sd.ready(f"sink to {store.target.redacted()}")
     try:
         await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))

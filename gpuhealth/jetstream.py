@@ -134,11 +134,13 @@ class Puller:
 
 class _PubAckError(msgspec.Struct):
     code: int = 0
+    err_code: int = 0
     description: str = ""
 
 
 class _PubAck(msgspec.Struct):
     error: _PubAckError | None = None
+    stream: str = ""
 
 
 _PUBACK = msgspec.json.Decoder(_PubAck)
@@ -148,12 +150,31 @@ class PublishError(nats.errors.Error):
     """JetStream refused a message (e.g. no stream for its subject, the stream full or read-only)."""
 
 
+class StoreFullError(PublishError):
+    """JetStream refused a message for want of room: its stream at its limit (with DiscardNew), or the
+    server's or account's store full. Publishing again succeeds once there is room, with no restart."""
+
+    def __init__(self, message: str, streams: list[str]) -> None:
+        super().__init__(message)
+        self.streams = streams  # the full ones, by name (empty when the server did not say)
+
+
+# The server's codes for "no room": a stream's store refused it (10077: "maximum bytes exceeded",
+# "maximum messages exceeded"), or the server or account is out of storage (10023, 10047).
+_FULL_CODES = frozenset({10023, 10047})
+
+
+def _is_full(error: _PubAckError) -> bool:
+    return error.err_code in _FULL_CODES or (error.err_code == 10077 and "exceeded" in error.description)
+
+
 class _Batch:
-    __slots__ = ("done", "errors", "left")
+    __slots__ = ("done", "errors", "full", "left")
 
     def __init__(self, left: int) -> None:
         self.left = left
         self.errors: list[str] = []
+        self.full: list[str] = []  # streams that refused for want of room
         self.done = asyncio.Event()
 
 
@@ -180,11 +201,15 @@ class _Acks:
             batch.errors.append("no stream for the subject" if status == "503" else f"status {status}")
         else:
             try:
-                error = _PUBACK.decode(m.data).error
+                ack = _PUBACK.decode(m.data)
             except msgspec.DecodeError:
-                error = _PubAckError(description=f"unreadable acknowledgement {m.data[:80]!r}")
-            if error is not None:
-                batch.errors.append(f"{error.description} ({error.code})")
+                ack = _PubAck(_PubAckError(description=f"unreadable acknowledgement {m.data[:80]!r}"))
+            if (error := ack.error) is not None:
+                stream = ack.stream
+                where = f"stream {stream}: " if stream else ""
+                batch.errors.append(f"{where}{error.description} ({error.err_code or error.code})")
+                if _is_full(error) and stream not in batch.full:
+                    batch.full.append(stream)
         batch.left -= 1
         if batch.left == 0:
             batch.done.set()
@@ -228,4 +253,7 @@ async def publish_all(nc: NATS, messages: Iterable[tuple[str, bytes, dict[str, s
         for reply in replies:
             acks.waiting.pop(reply, None)
     if batch.errors:
-        raise PublishError(f"JetStream refused {len(batch.errors)} of {len(replies)} messages: {batch.errors[0]}")
+        what = f"JetStream refused {len(batch.errors)} of {len(replies)} messages: {batch.errors[0]}"
+        if batch.full:
+            raise StoreFullError(f"{what}: no room for them", [s for s in batch.full if s])
+        raise PublishError(what)

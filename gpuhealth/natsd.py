@@ -50,9 +50,14 @@ def die_with_parent() -> None:
 
 
 class EmbeddedNats:
-    def __init__(self, data_dir: Path, *, auth: str | None, host: str = "127.0.0.1", port: int = -1) -> None:
+    def __init__(
+        self, data_dir: Path, *, auth: str | None, host: str = "127.0.0.1", port: int = -1, max_store: int | None = None
+    ) -> None:
         self.dir = data_dir / "nats"
         self.auth = auth
+        # JetStream's store cap (bytes; default: the server's, 75% of the free disk): streams reach their bounds,
+        # which they recover from, before the disk is full, which disables JetStream until a restart.
+        self.max_store = max_store
         self.host = host
         self.port = port
         self.proc: asyncio.subprocess.Process | None = None
@@ -63,6 +68,8 @@ class EmbeddedNats:
         self.dir.mkdir(parents=True, exist_ok=True)
         conf = self.dir / "nats-server.conf"
         settings = "max_payload: 8MB\n"
+        if self.max_store is not None:
+            settings += f"jetstream {{ max_file_store: {self.max_store} }}\n"
         if self.auth is not None:
             auth = self.dir / "auth.conf"
             auth.unlink(missing_ok=True)  # made anew, 0600 from its first byte: hashes are for the server alone

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 REGISTRY = CollectorRegistry()
 
@@ -17,6 +17,16 @@ BATCH_SECONDS = Histogram("gpuhealth_batch_seconds", "time to handle one batch, 
                           buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30), registry=REGISTRY)  # fmt: skip
 PUBLISH_SECONDS = Histogram("gpuhealth_publish_seconds", "time until JetStream acknowledged a batch",
                             buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=REGISTRY)  # fmt: skip
+
+# A stream that has no room refuses; the publisher holds its messages and retries (gpuhealth/bus.py).
+STREAM_FULL = Gauge(
+    "gpuhealth_stream_full", "1 while a stream refuses this process's messages", ["stream"], registry=REGISTRY
+)
+# The same, with the server's words, for the agent's API to show as a Degraded state (producers/api.py).
+NO_ROOM: dict[str, str] = {}
+PUBLISH_REFUSED = Counter(
+    "gpuhealth_publish_refused", "messages refused for want of room", ["stream"], registry=REGISTRY
+)
 
 
 def serve(listen: str) -> str:

@@ -23,6 +23,7 @@ import datetime as dt
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
+from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
     HEALTH_ORDER,
@@ -53,6 +55,7 @@ from producers.api_server import Server
 log = logging.getLogger("gpuhealth.api")
 
 DEFAULT_LISTEN = "127.0.0.1:15132"
+BUS_COMPONENT = "gpuhealth-bus"  # this agent's publishing, Degraded while a stream refuses it for want of room
 RECENT_EVENTS = 10_000
 DESCRIPTIONS = {
     "IGNORE_NO_ACTION_REQUIRED": "no action required",
@@ -124,6 +127,9 @@ class View:
                 "suggested_actions": {"description": "; ".join(DESCRIPTIONS[a] for a in actions),
                                       "repair_actions": actions},
             })  # fmt: skip
+        if not components or BUS_COMPONENT in components:
+            for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
+                grouped.setdefault(BUS_COMPONENT, []).append(_no_room(stream, why))
         return [{"component": c, "states": s} for c, s in grouped.items()]
 
     def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
@@ -163,6 +169,20 @@ class View:
         driver, cuda = (inv.driver_version, inv.cuda_driver_version) if inv else (None, None)
         return {"node": i.node, "cluster": i.cluster, "machineID": i.machine_id, "bootID": i.boot_id,
                 "gpuDriverVersion": driver, "cudaVersion": cuda, "gpuCount": len(gpus), "gpus": gpus}  # fmt: skip
+
+
+def _no_room(stream: str, why: str) -> dict[str, Any]:
+    reason = f"JetStream has no room in {stream}: {why}"
+    actions = {"description": "", "repair_actions": []}
+    t = _iso(time.time_ns())
+    return {
+        "time": t,
+        "component": BUS_COMPONENT,
+        "name": stream,
+        "health": "Degraded",
+        "reason": reason,
+        "suggested_actions": actions,
+    }
 
 
 def _describe(e: Event) -> tuple[str, str, str]:

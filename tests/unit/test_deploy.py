@@ -479,3 +479,26 @@ def test_the_reader_profile_has_the_limits_the_sink_enforces() -> None:
             assert found[name] == (str(value), None, None, True), name  # fixed
         else:
             assert found[name] == (str(value), "1", str(value), False), name  # 0 would mean unlimited
+
+
+def test_nats_config_sizes_the_streams_and_each_servers_store_for_its_nodes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    nodes = tmp_path / "nodes"
+    nodes.write_text("".join(f"gpu-{i:03d}\n" for i in range(200)))
+    out = tmp_path / "nats"
+    r = CliRunner().invoke(app, ["nats-config", "--out", str(out), "--nodes-file", str(nodes), "--fleet-gpus", "8"])
+    assert r.exit_code == 0, r.output
+    env = (out / "fleet.env").read_text().splitlines()[1:]
+    assert env == [
+        "GPUHEALTH_FLEET_NODES=200",
+        "GPUHEALTH_FLEET_GPUS=8",
+        "GPUHEALTH_FLEET_POLL_INTERVAL=10",
+        "GPUHEALTH_METRICS_BUFFER_HOURS=6",
+    ]
+    # Streams: metrics 1,500 B x 8 GPUs x 8,640 polls x 200 nodes x 1/4 day x 1.25 = 6,480,000,000; events
+    # and health 112,000,000; incidents 84,000,000; inventory and dead letters at the 64 MiB floor. Buckets:
+    # 52,428,800 + 209,715,200 + the 16 MiB floor. All of it x 1.25.
+    assert "max_file_store: 9001423680 }" in (out / "nats-1.conf").read_text()
+    check = subprocess.run([find_binary(), "-t", "-c", str(out / "nats-1.conf")], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
