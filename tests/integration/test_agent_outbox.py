@@ -17,8 +17,13 @@ from typing import Any
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
-from gpuhealth.events import EVENT_DECODER, Event, SetHealthy
+from gpuhealth.config import NodeIdentity
+from gpuhealth.events import EVENT_DECODER, Event, NvmlEvent, SetHealthy
 from gpuhealth.natsd import EmbeddedNats
+from producers.fake_nvml import FakeNvml
+from producers.nvml import NvmlProducer
+from producers.outbox import Outbox
+from producers.spool import Spool
 
 
 def free_port() -> int:
@@ -186,3 +191,38 @@ async def test_a_full_spool_refuses_new_records_and_says_so(tmp_path: Path) -> N
         assert f"gpuhealth_agent_spool_refused {float(refused)}" in agent.text("/metrics")
     finally:
         agent.stop()
+
+
+async def test_nvml_faults_seen_with_the_bus_down_reach_the_stream_after_a_crash(
+    tmp_path: Path, nats_url: str, identity: NodeIdentity
+) -> None:
+    # The finding: an NVML Xid 79 and an ECC DBE, seen while the stream refused writes, died with the agent.
+    fake = FakeNvml(1, seed=identity.node)
+    outbox = Outbox(Spool(tmp_path / "spool"))
+    nvml = NvmlProducer(fake, identity, tmp_path / "nosys", outbox.publish, poll_interval=3600)
+    await nvml.open()
+    stop = asyncio.Event()
+    task = asyncio.create_task(nvml.run(stop))
+    fake.inject_xid(0, 79)
+    fake.inject_ecc(0, double_bit=True)
+    async with asyncio.timeout(20):
+        while outbox.spool.records < 2:
+            await asyncio.sleep(0.05)
+    # The crash: nothing closed, nothing flushed, no sender ever ran.
+    stop.set()
+    task.cancel()
+    nvml.close()
+    del outbox
+    restarted = Outbox(Spool(tmp_path / "spool"))
+    nc = await bus.connect(nats_url, "test", retry_for=10)
+    js = nc.jetstream()
+    await bus.provision(js)
+    sender = asyncio.create_task(restarted.run_connected(js, stop := asyncio.Event()))
+    async with asyncio.timeout(20):
+        while restarted.spool.records:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await sender
+    kinds = [(e.kind, e.xid) for e in await stored_events(js) if isinstance(e, NvmlEvent)]
+    assert kinds == [("xid", 79), ("ecc_dbe", None)]
+    await nc.close()
