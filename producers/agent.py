@@ -182,7 +182,13 @@ async def run(args: argparse.Namespace) -> int:
                     on_sent=lambda items: note_published(view, items))  # fmt: skip
     outbox.on_change = lambda: outbox_mod.show_state(view, identity, outbox)
     outbox_mod.show_state(view, identity, outbox)
-    publish = outbox.publish
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await outbox.publish(items)
+        # What the agent knows of its hardware is what it saw, bus or not: verification and the API read it.
+        for subject, _, payload in items:
+            if subject == subjects.inventory_subject(identity.node):
+                view.inventory = INVENTORY_DECODER.decode(payload)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     for name, doc, read in (
@@ -337,15 +343,14 @@ def check_files(args: argparse.Namespace) -> list[Path]:
 
 
 def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
-    """What went out, for the local API: events and metric batches (a storm is already a few events)."""
+    """What went out, for the local API: events and metric batches (a storm is already a few events); the
+    inventory is the newest taken, not the newest sent (a replayed spool holds older ones)."""
     for subject, _, payload in items:
         family = subject.split(".", 3)[2]
         if family == "event":
             view.published_event(EVENT_DECODER.decode(payload))
         elif family == "metric":
             view.published_metrics(METRIC_DECODER.decode(payload))
-        elif family == "inventory":
-            view.inventory = INVENTORY_DECODER.decode(payload)
 
 
 Publisher = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
