@@ -41,10 +41,14 @@ from gpuhealth.events import (
 )
 from producers import api as api_mod
 from producers import api_auth, check_spec, checks, host, injections, journald, poller, sysfs
+from producers import outbox as outbox_mod
+from producers import spool as spool_mod
+from producers.api_http import ClientError
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
 from producers.nvml import NvmlProducer
+from producers.outbox import Outbox
 
 log = logging.getLogger("gpuhealth.agent")
 
@@ -105,6 +109,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--checks", "--plugins", dest="checks", action="append", type=Path, default=None, metavar="FILE",
         help="custom checks in GPUd's plugin format (repeatable; default: /etc/gpuhealth/checks.yaml if present)",
+    )  # fmt: skip
+    p.add_argument(
+        "--spool-max-bytes", type=int, default=spool_mod.DEFAULT_MAX_BYTES, metavar="BYTES",
+        help="what the agent keeps on disk for the bus while it is away (default 64 MiB; past it, producers hold)",
     )  # fmt: skip
     p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
     p.add_argument("--log-level", default="INFO")
@@ -168,17 +176,19 @@ async def run(args: argparse.Namespace) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
-    nc = await bus.connect(
-        args.nats, f"gpuhealth-agent-{identity.node}", inbox_prefix=natsconf.agent_inbox(identity.node)
-    )
-    js = nc.jetstream()
-    await bus.provision(js, missing_only=True)
-
     view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
+    # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
+    outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
+                    on_sent=lambda items: note_published(view, items))  # fmt: skip
+    outbox.on_change = lambda: outbox_mod.show_state(view, identity, outbox)
+    outbox_mod.show_state(view, identity, outbox)
 
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
-        await bus.publish_batch(js, items)
-        note_published(view, items)
+        await outbox.publish(items)
+        # What the agent knows of its hardware is what it saw, bus or not: verification and the API read it.
+        for subject, _, payload in items:
+            if subject == subjects.inventory_subject(identity.node):
+                view.inventory = INVENTORY_DECODER.decode(payload)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     for name, doc, read in (
@@ -186,6 +196,14 @@ async def run(args: argparse.Namespace) -> int:
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
          lambda: getattr(kernel_log.source, "lost", 0)),
+        ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
+        ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
+        ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
+        ("gpuhealth_agent_spool_full", "1 while the spool refuses new records", lambda: outbox.spool.full),
+        ("gpuhealth_agent_spool_refused", "records the full spool refused", lambda: outbox.spool.refused),
+        ("gpuhealth_agent_spool_torn", "segments cut at a torn record at start", lambda: outbox.spool.torn),
+        ("gpuhealth_agent_metrics_dropped", "metric batches dropped while the bus was away",
+         lambda: outbox.metrics_dropped),
     ):  # fmt: skip
         Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
     statuses = [kernel_log.open()]
@@ -210,17 +228,21 @@ async def run(args: argparse.Namespace) -> int:
     if not nvml.working:  # without NVML, what sysfs knows is the inventory
         inventory = inventory_of(identity, args.sysfs_root)
         first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
-    await bus.publish_until_acked(publish, first, stop, what="agent")
+    try:
+        await publish(first)
+        spooled = True
+    except spool_mod.SpoolFull:  # the pollers' items stay in their saved state; the rest is said again next start
+        spooled = False
     runner = checks.CheckRunner(specs, identity, state_dir / "checks", publish)
     verifier = checks.Verifier(runner, identity, state_dir / "verified-inventory.json", publish)
     init_failed = [r.component for r in await runner.run_init() if r.verdict()[0] != "Healthy"]
     if init_failed:
         log.error("init checks failed: %s (see their health states)", ", ".join(init_failed))
-    api = await start_api(args, nc, js, identity, view, publish, state_dir)
+    api = start_api(args, identity, view, publish, state_dir)
     for state in (sysfs_state, host_state):
-        state.saved.unacked.clear()
-        state.save()
-    await injections.serve_kernel(nc, identity, args.kmsg_path, args.allow_inject)
+        if spooled:
+            state.saved.unacked.clear()
+            state.save()
     background: set[asyncio.Task[Any]] = set()
 
     async def replaced() -> None:  # verification can take minutes: not inside the command's callback
@@ -233,12 +255,36 @@ async def run(args: argparse.Namespace) -> int:
         background.add(task)
         task.add_done_callback(background.discard)
 
-    await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
-    await checks.serve_requests(nc, identity, runner)
+    connected = asyncio.Event()
 
+    async def bus_side() -> None:
+        """The agent without NATS is whole; with it, it listens to its commands and drains the outbox."""
+        nc = await bus.connect(
+            args.nats, f"gpuhealth-agent-{identity.node}", inbox_prefix=natsconf.agent_inbox(identity.node)
+        )
+        try:
+            js = nc.jetstream()
+            await bus.provision(js, missing_only=True)
+            if api is not None:
+                await follow_health(nc, identity, view)
+            await injections.serve_kernel(nc, identity, args.kmsg_path, args.allow_inject)
+            await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
+            await checks.serve_requests(nc, identity, runner)
+            connected.set()
+            await outbox.run_connected(js, stop)
+        finally:
+            await bus.shutdown(nc)
+
+    tasks = [asyncio.create_task(supervise("bus", bus_side, stop))]
+    try:  # a moment for the usual case; never a wait on the bus
+        await asyncio.wait_for(connected.wait(), 2.0)
+    except TimeoutError:
+        log.warning("bus unavailable: no answer from NATS at %s yet; what the agent sees waits in %s",
+                    bus.redact(args.nats), outbox.spool.dir)  # fmt: skip
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
     if api is not None:
         sources["api"] = f"ok: http://{api.address}"
+    sources["bus"] = "ok: " + bus.redact(args.nats) if connected.is_set() else outbox.bus
     sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
     if specs:
         sources["checks"] = (f"failed: init checks {', '.join(init_failed)}" if init_failed
@@ -249,7 +295,6 @@ async def run(args: argparse.Namespace) -> int:
             ready.write(json.dumps({"ready": True, "node": identity.node, "sources": sources}) + "\n")
     sd.ready(f"node {identity.node}: " + ", ".join(f"{k} {v.split(':')[0]}" for k, v in sources.items()))
 
-    tasks = []
     if statuses[0].available:
 
         async def run_kernel_log() -> None:
@@ -284,7 +329,7 @@ async def run(args: argparse.Namespace) -> int:
     nvml.close()
     if api is not None:
         api.close()
-    await bus.shutdown(nc)
+    outbox.spool.close()
     return 0
 
 
@@ -298,27 +343,21 @@ def check_files(args: argparse.Namespace) -> list[Path]:
 
 
 def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
-    """What went out, for the local API: events and metric batches (a storm is already a few events)."""
+    """What went out, for the local API: events and metric batches (a storm is already a few events); the
+    inventory is the newest taken, not the newest sent (a replayed spool holds older ones)."""
     for subject, _, payload in items:
         family = subject.split(".", 3)[2]
         if family == "event":
             view.published_event(EVENT_DECODER.decode(payload))
         elif family == "metric":
             view.published_metrics(METRIC_DECODER.decode(payload))
-        elif family == "inventory":
-            view.inventory = INVENTORY_DECODER.decode(payload)
 
 
 Publisher = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
 
 
-async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeIdentity, view: api_mod.View,
-                    publish: Publisher, state_dir: Path) -> api_mod.Api | None:  # fmt: skip
-    """The local API, fed with this node's health states (the KV bucket, then the health subject); its writes
-    need the token in ``state_dir``/api-token."""
-    if args.api_listen in ("", "off"):
-        return None
-    loop = asyncio.get_running_loop()
+async def follow_health(nc: NATS, identity: NodeIdentity, view: api_mod.View) -> None:
+    """Feed the local API this node's health states: the KV bucket, then the health subject."""
 
     async def on_health(msg: Msg) -> None:
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
@@ -328,6 +367,14 @@ async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeI
     with contextlib.suppress(Exception):  # the bucket may be away: states arrive on the subject anyway
         for h in await client.node_health_states(nc, identity.node):
             view.health_changed(h)
+
+
+def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.View, publish: Publisher,
+              state_dir: Path) -> api_mod.Api | None:  # fmt: skip
+    """The local API; its writes need the token in ``state_dir``/api-token. It needs no bus."""
+    if args.api_listen in ("", "off"):
+        return None
+    loop = asyncio.get_running_loop()
 
     def inject(message: str, priority: int) -> int:
         return append_record(args.kmsg_path, message, priority)
@@ -340,7 +387,10 @@ async def start_api(args: argparse.Namespace, nc: NATS, js: Any, identity: NodeI
                              component="operator", target_component=c, user="local-api", reason=reason)
                   for c in components]  # fmt: skip
         items = [(subjects.event_subject(identity.node, "api"), e.id, encode(e)) for e in events]
-        api_mod.run_coroutine(loop, publish(items))
+        try:
+            api_mod.run_coroutine(loop, publish(items))
+        except spool_mod.SpoolFull as e:
+            raise ClientError(503, f"not taken: {e}; try again once the bus is back") from None
         return len(items)
 
     gpus = view.inventory.gpus if view.inventory else []
