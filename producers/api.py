@@ -55,7 +55,9 @@ from producers.api_server import Server
 log = logging.getLogger("gpuhealth.api")
 
 DEFAULT_LISTEN = "127.0.0.1:15132"
-BUS_COMPONENT = "gpuhealth-bus"  # this agent's publishing, Degraded while a stream refuses it for want of room
+# The agent's own plumbing, one component: its bus, its spool (producers/outbox.py) and, Degraded while one
+# refuses its writes for want of room, each stream by name.
+AGENT_COMPONENT = "gpuhealth-agent"
 RECENT_EVENTS = 10_000
 DESCRIPTIONS = {
     "IGNORE_NO_ACTION_REQUIRED": "no action required",
@@ -127,9 +129,9 @@ class View:
                 "suggested_actions": {"description": "; ".join(DESCRIPTIONS[a] for a in actions),
                                       "repair_actions": actions},
             })  # fmt: skip
-        if not components or BUS_COMPONENT in components:
+        if not components or AGENT_COMPONENT in components:
             for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
-                grouped.setdefault(BUS_COMPONENT, []).append(_no_room(stream, why))
+                grouped.setdefault(AGENT_COMPONENT, []).append(_no_room(stream, why))
         return [{"component": c, "states": s} for c, s in grouped.items()]
 
     def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
@@ -177,7 +179,7 @@ def _no_room(stream: str, why: str) -> dict[str, Any]:
     t = _iso(time.time_ns())
     return {
         "time": t,
-        "component": BUS_COMPONENT,
+        "component": AGENT_COMPONENT,
         "name": stream,
         "health": "Degraded",
         "reason": reason,

@@ -20,7 +20,7 @@ from typing import Any
 from gpuhealth import bus
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import Health, HealthState, new_id, now_ns
-from producers.api import View
+from producers.api import AGENT_COMPONENT, View
 from producers.spool import Item, Spool, SpoolFull
 
 log = logging.getLogger("gpuhealth.outbox")
@@ -125,9 +125,9 @@ def show_state(view: View, identity: NodeIdentity, outbox: Outbox) -> None:
         ("spool", "Degraded" if spool.full else "Healthy", full if spool.full else "spool has room"),
     )
     for entity, health, reason in said:
-        old = view.states.get(("gpuhealth-agent", entity))
+        old = view.states.get((AGENT_COMPONENT, entity))
         if old is None or (old.health, old.reason) != (health, reason):
             view.health_changed(HealthState(id=new_id(t), time=t, cluster=i.cluster, node=i.node,
                                             machine_id=i.machine_id, boot_id=i.boot_id, source="agent",
-                                            component="gpuhealth-agent", entity=entity, health=health,
+                                            component=AGENT_COMPONENT, entity=entity, health=health,
                                             reason=reason, since=t))  # fmt: skip

@@ -16,7 +16,7 @@ from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import ConfigError
 from gpuhealth.jetstream import StoreFullError
 from gpuhealth.natsd import EmbeddedNats
-from producers.api import BUS_COMPONENT, View
+from producers.api import AGENT_COMPONENT, View
 
 # Small enough for the test server to reserve in its store (it reserves every max_bytes).
 FLEET = sizing.limits(sizing.Fleet(nodes=20))
@@ -147,7 +147,7 @@ async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound
     assert not retrying.done()
     assert full("GPUHEALTH_EVENTS") == 1.0  # shown where the process's metrics are served
     # and in the agent's own health (its API's /v1/states), with the server's words and how many wait
-    [bus_state] = View(identity).states_json({BUS_COMPONENT})
+    [bus_state] = View(identity).states_json({AGENT_COMPONENT})
     [degraded] = bus_state["states"]
     assert (degraded["name"], degraded["health"]) == ("GPUHEALTH_EVENTS", "Degraded")
     assert "1 messages held" in degraded["reason"] and "maximum bytes exceeded" in degraded["reason"]
@@ -158,7 +158,7 @@ async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound
         assert await retrying
     assert (await js.stream_info("GPUHEALTH_EVENTS")).state.messages == kept + 1
     assert full("GPUHEALTH_EVENTS") == 0.0
-    assert View(identity).states_json({BUS_COMPONENT}) == []
+    assert View(identity).states_json({AGENT_COMPONENT}) == []
 
 
 async def test_a_full_event_stream_takes_writes_again_once_purged(nc: NATS) -> None:
