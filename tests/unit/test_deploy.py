@@ -286,10 +286,7 @@ def closed_port() -> int:
 @pytest.mark.parametrize("service", ["rules", "sink"])
 async def test_the_services_run_with_no_writable_executable_memory(service: str, nats_url: str,
                                                                    tmp_path: Path) -> None:  # fmt: skip
-    if not await asyncio.to_thread(wx_memory_is_refused):
-        if os.environ.get("CI"):
-            pytest.fail("the kernel has no PR_SET_MDWE (Linux 6.3): MemoryDenyWriteExecute=yes is untested")
-        pytest.skip("no PR_SET_MDWE in this kernel")
+    need(await asyncio.to_thread(wx_memory_is_refused), "the kernel's PR_SET_MDWE (Linux 6.3), to test W^X")
     clickhouse = f"http://127.0.0.1:{closed_port()}/gpuhealth"
     args = {"rules": ["serve", "rules", "--nats", nats_url], "sink": ["serve", "sink", "--nats", nats_url,
                                                                      "--clickhouse", clickhouse]}  # fmt: skip
