@@ -26,7 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from gpuhealth import subjects, telemetry
 from gpuhealth.bus import publish_batch
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, derived_id, encode, now_ns
-from gpuhealth.jetstream import ConsumerGone, Puller, connection_of
+from gpuhealth.jetstream import ConsumerGone, Puller, StoreFullError, StreamUnavailableError, connection_of
 
 log = logging.getLogger("gpuhealth.bus")
 T = TypeVar("T")
@@ -50,6 +50,10 @@ _AWAY: tuple[type[BaseException], ...] = (
     nats.errors.NoServersError,
     nats.errors.OutboundBufferLimitError,
     nats.js.errors.ServiceUnavailableError,  # JetStream without quorum
+    # A stage's own output refused for want of a stream (none answered: a leader being elected, found with
+    # a cluster's server killed) or of room: dead-lettering the input for it would lose real faults.
+    StreamUnavailableError,
+    StoreFullError,
 )
 
 

@@ -150,6 +150,11 @@ class PublishError(nats.errors.Error):
     """JetStream refused a message (e.g. no stream for its subject, the stream full or read-only)."""
 
 
+class StreamUnavailableError(PublishError):
+    """No stream answered for the subject (503): none takes it yet, or its leader is being elected (a
+    server of a cluster went away). The bus's state, not the message's: publishing again succeeds later."""
+
+
 class StoreFullError(PublishError):
     """JetStream refused a message for want of room: its stream at its limit (with DiscardNew), or the
     server's or account's store full. Publishing again succeeds once there is room, with no restart."""
@@ -169,12 +174,13 @@ def _is_full(error: _PubAckError) -> bool:
 
 
 class _Batch:
-    __slots__ = ("done", "errors", "full", "left")
+    __slots__ = ("done", "errors", "full", "left", "unavailable")
 
     def __init__(self, left: int) -> None:
         self.left = left
         self.errors: list[str] = []
         self.full: list[str] = []  # streams that refused for want of room
+        self.unavailable = False  # some message found no stream to answer (503)
         self.done = asyncio.Event()
 
 
@@ -199,6 +205,7 @@ class _Acks:
         if not m.data:  # a status instead of an acknowledgement: 503 when no stream takes the subject
             status = (m.headers or {}).get("Status", "")
             batch.errors.append("no stream for the subject" if status == "503" else f"status {status}")
+            batch.unavailable = batch.unavailable or status == "503"
         else:
             try:
                 ack = _PUBACK.decode(m.data)
@@ -256,4 +263,6 @@ async def publish_all(nc: NATS, messages: Iterable[tuple[str, bytes, dict[str, s
         what = f"JetStream refused {len(batch.errors)} of {len(replies)} messages: {batch.errors[0]}"
         if batch.full:
             raise StoreFullError(f"{what}: no room for them", [s for s in batch.full if s])
+        if batch.unavailable:
+            raise StreamUnavailableError(what)
         raise PublishError(what)

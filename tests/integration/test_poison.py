@@ -341,3 +341,40 @@ async def test_a_store_that_is_away_holds_every_message_and_dead_letters_none(nc
         await consumer.run(stop)
     assert handled == [e.id for e in events] and consumer.dead_lettered == 0
     assert (await js.stream_info(subjects.DLQ.name)).state.messages == 0
+
+
+async def test_a_stream_without_a_leader_or_without_room_is_an_outage_not_poison(nc: NATS) -> None:
+    """Found on a 3-server cluster with the stream's leader killed: the rules' outputs were refused with 503
+    (no stream answered) and the rules dead-lettered real Xid events as poison. Refusals for want of a
+    stream or of room are the bus's state, never a message's fault: held, then handled."""
+    js = nc.jetstream()
+    events = [kernel_event(i) for i in range(5)]
+    await bus.publish_batch(js, [(subjects.event_subject(e.node, "kmsg"), e.id, encode(e)) for e in events])
+    handled: list[str] = []
+    stop = asyncio.Event()
+    tries = 0
+
+    async def handle(batch: list[Event]) -> None:
+        nonlocal tries
+        tries += 1
+        # The stage's own output goes to a subject no stream takes until the 8th try (by the 7th, the poison
+        # search had dead-lettered the first message): the server answers 503, as while a stream elects its leader.
+        if tries == 8:
+            await js.add_stream(name="LATE", subjects=["late.>"])
+        await bus.publish_batch(js, [("late.out", f"out-{e.id}", b"x") for e in batch])
+        handled.extend(e.id for e in batch)
+        stop.set()
+
+    consumer = status_consumer(js, handle)
+    async with asyncio.timeout(60):
+        await consumer.run(stop)
+    assert handled == [e.id for e in events] and consumer.dead_lettered == 0
+    assert (await js.stream_info(subjects.DLQ.name)).state.messages == 0
+
+
+def test_a_full_stream_is_an_outage() -> None:
+    from gpuhealth.consumer import is_outage
+    from gpuhealth.jetstream import StoreFullError
+
+    assert is_outage(RuntimeError("publishing the outputs failed")) is False
+    assert is_outage(StoreFullError("JetStream refused 3 of 3 messages: maximum bytes exceeded", ["GPUHEALTH_HEALTH"]))
