@@ -7,12 +7,45 @@ Precedence for every setting: the command-line flag, then the environment
 from __future__ import annotations
 
 import os
+import re
 import socket
 from pathlib import Path
 
 import msgspec
 
 from gpuhealth.errors import ConfigError, PermissionDeniedError
+
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
+_UNIT_S = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+    "d": 86400.0,
+    "w": 604800.0,
+}
+
+
+def parse_duration(text: object) -> float:
+    """Seconds from a duration as Go writes it ("500ms", "1h30m", "0"), with days and weeks ("7d",
+    "1w") for the command line, or from a plain number of seconds."""
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return float(text)
+    s = str(text).strip()
+    if s in ("", "0"):
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNIT_S[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise ConfigError(f"bad duration {text!r}: not a duration like 500ms, 90s, 15m, 1h30m or 7d")
+    return total
 
 
 def default_data_dir() -> Path:

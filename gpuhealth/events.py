@@ -79,6 +79,30 @@ class NvlinkDetail(msgspec.Struct, kw_only=True, omit_defaults=True):
     fatal: bool | None = None
 
 
+# KernelEvent.priority: the kernel's log levels (printk's KERN_*), 0 the most severe.
+KERNEL_PRIORITIES: dict[str, int] = {
+    "KERN_EMERG": 0,
+    "KERN_ALERT": 1,
+    "KERN_CRIT": 2,
+    "KERN_ERR": 3,
+    "KERN_WARNING": 4,
+    "KERN_NOTICE": 5,
+    "KERN_INFO": 6,
+    "KERN_DEBUG": 7,
+}
+_LEVEL_ALIASES = {"ERROR": "ERR", "WARN": "WARNING"}
+
+
+def kernel_priority(name: str) -> int | None:
+    """A level's number from its name as people and tools write it (KERN_ERR, kern.err, err, ERROR,
+    warn, 3); None when it is none of them."""
+    t = name.strip().upper()
+    if t.isdigit():
+        return int(t) if int(t) <= 7 else None
+    t = t.removeprefix("KERN_").removeprefix("KERN.")
+    return KERNEL_PRIORITIES.get("KERN_" + _LEVEL_ALIASES.get(t, t))
+
+
 class KernelEvent(Message, tag="kernel", kw_only=True):
     """One kernel log record (or a storm of identical ones, see ``count``)."""
 

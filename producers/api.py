@@ -35,6 +35,7 @@ from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
     HEALTH_ORDER,
+    KERNEL_PRIORITIES,
     CheckResult,
     Event,
     HealthState,
@@ -48,9 +49,10 @@ from gpuhealth.events import (
     Verification,
 )
 from producers.api_auth import check_bearer
-from producers.api_doc import COMPONENT_LIST, OPENAPI, PRIORITIES
+from producers.api_doc import COMPONENT_LIST, OPENAPI
 from producers.api_http import ClientError, GuardedHandler, Limits
 from producers.api_server import Server
+from producers.kernel import xid_line
 
 log = logging.getLogger("gpuhealth.api")
 
@@ -374,12 +376,11 @@ def _injection(body: dict[str, Any], default_pci: str) -> tuple[str, int]:
         priority = km.get("priority", "KERN_ERR")
         if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 7:
             return km["message"], priority
-        if isinstance(priority, str) and priority in PRIORITIES:
-            return km["message"], PRIORITIES[priority]
+        if isinstance(priority, str) and priority in KERNEL_PRIORITIES:
+            return km["message"], KERNEL_PRIORITIES[priority]
     x = body.get("xid")
     if isinstance(x, dict) and isinstance(x.get("id"), int) and not isinstance(x["id"], bool) and 0 < x["id"] < 1 << 16:
-        pci = default_pci[:-2]
-        return f"NVRM: Xid (PCI:{pci}): {x['id']}, pid='<unknown>', name=<unknown>, injected through the API", 3
+        return xid_line(default_pci[:-2], x["id"], "injected through the API"), 3
     raise ClientError(400, 'give {"kernel_message": {"priority": "KERN_ERR", "message": "…"}} or {"xid": {"id": 79}}')
 
 

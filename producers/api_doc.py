@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpuhealth.events import KERNEL_PRIORITIES
+
 COMPONENT_LIST = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
-PRIORITIES = {"KERN_EMERG": 0, "KERN_ALERT": 1, "KERN_CRIT": 2, "KERN_ERR": 3, "KERN_WARNING": 4, "KERN_NOTICE": 5,
-              "KERN_INFO": 6, "KERN_DEBUG": 7}  # fmt: skip
 
 
 def _schema(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -27,7 +27,7 @@ _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason
 _EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [
     _schema({"kernel_message": _schema({
-        "priority": {"anyOf": [{"enum": list(PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
+        "priority": {"anyOf": [{"enum": list(KERNEL_PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
         "message": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["message"])}),
     _schema({"xid": _schema({"id": {"type": "integer", "minimum": 1, "maximum": 65535}})}),
 ]}  # fmt: skip

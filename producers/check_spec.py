@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuhealth.config import parse_duration
 from gpuhealth.errors import GpuhealthError
 
 MAX_NAME = 128
@@ -91,30 +92,6 @@ class Parsed:
 
 
 # ---------------------------------------------------------------- durations and paths
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: object) -> float:
-    """Seconds from a Go duration ("1m", "1h30m", "500ms", "0"), or a plain number of seconds."""
-    if isinstance(text, bool):
-        raise ValueError(f"not a duration: {text!r}")
-    if isinstance(text, int | float):
-        return float(text)
-    s = str(text).strip()
-    if s in ("", "0"):
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT_S[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or pos == 0:
-        raise ValueError(f"not a duration: {text!r} (like 30s, 5m, 1h30m)")
-    return total
-
 
 _PATH_STEP = re.compile(r"\.([A-Za-z_][\w-]*|\*)|\[\s*(-?\d+|\*|'[^']*'|\"[^\"]*\")\s*\]")
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
 
+from gpuhealth.events import kernel_priority
+
 MAX_LINE = 8192  # longer lines are cut: a kernel record is at most ~1 KiB, anything else is garbage
 MAX_CODE = 2**32 - 1  # Xid and SXid codes are 32-bit; a longer number is no code (the wire refuses it)
 MAX_PID = 2**31 - 1  # pid_t
@@ -97,19 +99,16 @@ _RFC3339_SYSLOG = re.compile(
 )
 _KERNEL_TAG = re.compile(r"^(?:[^\s:\[\]]+\s+)?kernel:\s*")
 
-_SYSLOG_LEVELS = {
-    "EMERG": 0,
-    "ALERT": 1,
-    "CRIT": 2,
-    "ERR": 3,
-    "ERROR": 3,
-    "WARN": 4,
-    "WARNING": 4,
-    "NOTICE": 5,
-    "INFO": 6,
-    "DEBUG": 7,
-}
-_DMESG_LEVELS = {"emerg": 0, "alert": 1, "crit": 2, "err": 3, "warn": 4, "notice": 5, "info": 6, "debug": 7}
+
+def _level(name: str, otherwise: int | None) -> int | None:
+    level = kernel_priority(name)
+    return otherwise if level is None else level
+
+
+def xid_line(pci: str, xid: int, text: str, *, pid: int | None = None, process: str = "<unknown>") -> str:
+    """An Xid line as the NVIDIA driver prints it; pci is domain:bus:device, without the function."""
+    who = "pid='<unknown>'" if pid is None else f"pid={pid}"
+    return f"NVRM: Xid (PCI:{pci}): {xid}, {who}, name={process}, {text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +131,7 @@ def strip_prefixes(line: str) -> Stripped:
             priority = int(m["prio"][-3:]) & 7  # 1000 is a multiple of 8: the last digits decide
             s = s[m.end() :]
         if m := _DMESG_X.match(s):
-            priority = _DMESG_LEVELS.get(m["lvl"], priority)
+            priority = _level(m["lvl"], priority)
             s = s[m.end() :]
             if t := _ISO_TIME.match(s):
                 s = s[t.end() :]
@@ -144,7 +143,7 @@ def strip_prefixes(line: str) -> Stripped:
                 tag_pid = _pid(m["pid"]) if m["pid"] else None
             lvl = m.groupdict().get("lvl")
             if lvl:
-                priority = _SYSLOG_LEVELS.get(lvl, priority)
+                priority = _level(lvl, priority)
             s = s[m.end() :]
         if m := _KERNEL_TAG.match(s):
             s = s[m.end() :]

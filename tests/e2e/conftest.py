@@ -146,7 +146,7 @@ def assert_shape(output: str, value: object) -> None:
     """The JSON a command printed matches its documented schema (gpuhealth/schema/cli.schema.json)."""
     import jsonschema
 
-    from gpuhealth.cli_schema import output_schema
+    from gpuctl.schema import output_schema
 
     schema = output_schema()
     jsonschema.validate(value, {"$defs": schema["$defs"], **schema["properties"][output]})

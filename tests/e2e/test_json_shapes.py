@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuhealth.cli_schema import render
+from gpuctl.schema import render
 from tests.conftest import REPO
 from tests.e2e.conftest import Up, assert_shape, gpuctl, gpuctl_json, wait_for
 

@@ -35,13 +35,13 @@ NOBODY = 65534  # nobody, and nogroup: here it stands in for a gpuhealth group
 PRELUDE = """
 import asyncio, json, os, sys
 import nats
-import gpuhealth.cli, typer._adapters, tomllib, importlib.readers, getpass
+import gpuctl.main, typer._adapters, tomllib, importlib.readers, getpass
 os.setgroups([])
 os.setgid({gid})
 os.setuid({uid})
 """
 
-GPUCTL = "sys.argv[0] = 'gpuctl'\ngpuhealth.cli.main()"
+GPUCTL = "sys.argv[0] = 'gpuctl'\ngpuctl.main.main()"
 
 # What a local user with a NATS client tries: read the stack's files, then connect with no or a guessed password.
 INTRUDER = """

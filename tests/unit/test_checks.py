@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuhealth.config import NodeIdentity
+from gpuhealth.config import NodeIdentity, parse_duration
 from gpuhealth.events import EVENT_DECODER, CheckResult, GpuInfo, Inventory, Verification
 from producers import check_spec
-from producers.check_spec import SpecError, load_file, load_specs, parse_duration, parse_output
+from producers.check_spec import SpecError, load_file, load_specs, parse_output
 from producers.checks import EVENT_OUTPUT, KEEP_OUTPUT, CheckRunner, Verifier, inventory_changes
 from rules.catalog import load
 from rules.engine import apply

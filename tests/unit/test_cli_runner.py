@@ -12,8 +12,8 @@ import typer.core
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gpuhealth.cli import app
-from gpuhealth.cli_options import rich_table
+from gpuctl.main import app
+from gpuctl.options import rich_table
 
 runner = CliRunner()
 

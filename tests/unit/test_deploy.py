@@ -24,7 +24,7 @@ import pytest
 import typer.main
 import yaml
 
-from gpuhealth.cli import app
+from gpuctl.main import app
 from gpuhealth.natsd import find_binary
 from sinks.clickhouse import Store
 from sinks.generate import expected, generate
@@ -34,7 +34,7 @@ from tests.conftest import REPO, need
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
-SOURCES = [p for d in ("gpuhealth", "producers", "rules", "sinks") for p in (REPO / d).rglob("*.py")]
+SOURCES = [p for d in ("gpuctl", "gpuhealth", "producers", "rules", "sinks") for p in (REPO / d).rglob("*.py")]
 
 
 def documents(path: Path) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -51,9 +52,34 @@ def test_the_agent_process_holds_no_storage_engine_or_cli_framework() -> None:
 
 @pytest.mark.parametrize(
     ("package", "forbidden"),
-    [("producers", ("rules", "sinks")), ("rules", ("producers", "sinks")), ("sinks", ("producers", "rules"))],
+    [
+        ("gpuhealth", ("producers", "rules", "sinks", "gpuctl")),
+        ("producers", ("rules", "sinks", "gpuctl")),
+        ("rules", ("producers", "sinks", "gpuctl")),
+        ("sinks", ("producers", "rules", "gpuctl")),
+    ],
 )
 def test_stages_meet_only_through_gpuhealth(package: str, forbidden: tuple[str, ...]) -> None:
+    """The contract imports no stage, the stages import no other stage and no stage imports gpuctl:
+    only gpuctl wires them together."""
     pattern = re.compile(rf"^\s*(from|import)\s+({'|'.join(forbidden)})(\.|\s|$)", re.M)
     offenders = [str(p.relative_to(REPO)) for p in (REPO / package).rglob("*.py") if pattern.search(p.read_text())]
     assert offenders == []
+
+
+# The contract's public names: adding one is a decision, so it is made here too.
+CONTRACT = {
+    "SCHEMA_VERSION", "CheckResult", "ConfigError", "DeadLetter", "EmbeddedServerError", "Event", "GpuInfo",
+    "GpuProcess", "GpuhealthError", "Health", "HealthState", "HostEvent", "Incident", "Inventory", "KernelEvent",
+    "MetricBatch", "NotRunningError", "NvlinkDetail", "NvmlEvent", "PermissionDeniedError", "QueryError",
+    "QueryRefused", "RepairAction", "SetHealthy", "SourceError", "SourceStatus", "Verification", "encode",
+}  # fmt: skip
+
+
+def test_the_contract_exports_its_public_names_and_nothing_else() -> None:
+    code = "import gpuhealth, json; print(json.dumps([gpuhealth.__all__, [n for n in gpuhealth.__all__ if not hasattr(gpuhealth, n)]]))"
+    r = run(PY, "-c", code)
+    assert r.returncode == 0, r.stderr
+    exported, missing = json.loads(r.stdout)
+    assert set(exported) == CONTRACT and len(exported) == len(CONTRACT)
+    assert missing == []

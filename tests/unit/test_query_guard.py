@@ -7,7 +7,7 @@ from importlib import resources
 
 import pytest
 
-from gpuhealth.cli_read import EVENTS_SQL, INCIDENTS_SQL
+from gpuctl.read import EVENTS_SQL, INCIDENTS_SQL
 from gpuhealth.errors import QueryError, QueryRefused
 from sinks.query_guard import check
 

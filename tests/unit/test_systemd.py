@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from gpuctl.main import app
 from gpuhealth import sd
-from gpuhealth.cli import app
 from tests.conftest import REPO
 
 UNITS = sorted((REPO / "deploy" / "systemd").glob("*.service"))

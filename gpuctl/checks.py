@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
+from gpuctl.options import STATUS_EXIT, DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
 from gpuhealth import client
-from gpuhealth.cli_options import STATUS_EXIT, DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import CheckResult
 

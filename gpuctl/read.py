@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import signal
 import sys
 from pathlib import Path
@@ -13,9 +12,8 @@ from typing import Annotated, Any
 import typer
 from nats.aio.msg import Msg
 
-from gpuhealth import client
-from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
-from gpuhealth.errors import ConfigError
+from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
+from gpuhealth import client, config
 from gpuhealth.events import HealthState
 
 
@@ -99,15 +97,9 @@ class Reader:
         return await client.sql(self._nc, query, params, max_rows=max_rows, timeout=timeout)
 
 
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
 def parse_duration(text: str) -> int:
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise ConfigError(f"bad duration {text!r}: use e.g. 90s, 15m, 1h, 7d")
-    return int(m.group(1)) * _UNIT_S[m.group(2)]
+    """Whole seconds back from now, as --since and --until take them (90s, 15m, 1h, 7d)."""
+    return int(config.parse_duration(text))
 
 
 EVENTS_SQL = """

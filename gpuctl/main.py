@@ -18,8 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth import cli_checks, cli_deploy, cli_kernel, cli_read, cli_report, cli_rules, cli_serve, client
-from gpuhealth.cli_options import (
+from gpuctl import checks, deploy, kernel, read, report, rules, serve
+from gpuctl.options import (
     STATUS_EXIT,
     DataDirOpt,
     JsonOpt,
@@ -27,7 +27,8 @@ from gpuhealth.cli_options import (
     data_dir_of,
     print_table,
 )
-from gpuhealth.cli_read import state_json
+from gpuctl.read import state_json
+from gpuhealth import client
 from gpuhealth.errors import GpuhealthError, NotRunningError
 from gpuhealth.events import HEALTH_ORDER, HealthState
 
@@ -38,8 +39,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(cli_serve.serve_app, name="serve")
-app.command("up")(cli_serve.up)
+app.add_typer(serve.serve_app, name="serve")
+app.command("up")(serve.up)
 
 
 @app.callback()
@@ -72,24 +73,22 @@ def _connection(
             os.environ[f"GPUHEALTH_NATS_{name}"] = str(value)  # the exec'd agent inherits it
 
 
-app.command("inject-fault")(cli_kernel.inject_fault)
-app.command("parse")(cli_kernel.parse)
-app.command("scan")(cli_kernel.scan)
-app.command("set-healthy")(cli_kernel.set_healthy)
-app.command("events")(cli_read.events)
-app.command("watch")(cli_read.watch)
+app.command("inject-fault")(kernel.inject_fault)
+app.command("parse")(kernel.parse)
+app.command("scan")(kernel.scan)
+app.command("set-healthy")(kernel.set_healthy)
+app.command("events")(read.events)
+app.command("watch")(read.watch)
 # A query may open with a comment: "-- …" is the query, not an unknown option.
-app.command("sql", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})(
-    cli_read.sql
-)
-app.command("incidents")(cli_read.incidents)
-app.add_typer(cli_rules.rules_app, name="rules")
-app.command("replay")(cli_rules.replay)
-app.add_typer(cli_checks.check_app, name="check")
-app.command("nats-config")(cli_deploy.nats_config)
-app.add_typer(cli_report.report_app, name="report")
-app.add_typer(cli_report.inventory_app, name="inventory")
-app.command("fleet")(cli_read.fleet)
+app.command("sql", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})(read.sql)
+app.command("incidents")(read.incidents)
+app.add_typer(rules.rules_app, name="rules")
+app.command("replay")(rules.replay)
+app.add_typer(checks.check_app, name="check")
+app.command("nats-config")(deploy.nats_config)
+app.add_typer(report.report_app, name="report")
+app.add_typer(report.inventory_app, name="inventory")
+app.command("fleet")(read.fleet)
 
 
 @app.command()
@@ -105,9 +104,9 @@ def simulate(
     nats: NatsOpt = None,
 ) -> None:
     """A fleet of simulated nodes (fake NVML, real kernel line formats, sysfs faults) publishing into NATS."""
-    from gpuhealth.cli_up import run_simulation
+    from gpuctl.up import run_simulation
 
-    cli_serve.log_to_stderr(logging.WARNING)
+    serve.log_to_stderr(logging.WARNING)
     from gpuhealth.natsconf import SIMULATOR
 
     url, credentials = client.stack(data_dir_of(data_dir), nats, SIMULATOR)  # up's own identity for it
@@ -213,9 +212,10 @@ def schema(
     outputs: Annotated[bool, typer.Option("--outputs", help="the schema of gpuctl's --json output instead")] = False,
 ) -> None:
     """The JSON Schema of every message on gpuhealth's subjects (or, --outputs, of gpuctl's --json output)."""
-    from gpuhealth import cli_schema, wire_schema
+    from gpuctl import schema
+    from gpuhealth import wire_schema
 
-    text = cli_schema.render() if outputs else wire_schema.render()
+    text = schema.render() if outputs else wire_schema.render()
     if out is None:
         sys.stdout.write(text)
     else:

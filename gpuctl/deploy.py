@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from gpuctl.options import FleetGpusOpt, FleetPollOpt, MetricsBufferOpt
 from gpuhealth import sizing
-from gpuhealth.cli_options import FleetGpusOpt, FleetPollOpt, MetricsBufferOpt
 from gpuhealth.errors import ConfigError
 
 

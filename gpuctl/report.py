@@ -12,8 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuhealth.cli_options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table, progress
-from gpuhealth.cli_read import Reader
+from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table, progress
+from gpuctl.read import Reader
 
 report_app = typer.Typer(help="Fleet reports from ClickHouse (each section is a .sql file in sinks/queries/).",
                          no_args_is_help=True)  # fmt: skip

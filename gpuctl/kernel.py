@@ -10,45 +10,31 @@ from typing import Annotated
 
 import typer
 
+from gpuctl.options import DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
 from gpuhealth import client
-from gpuhealth.cli_options import DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
 from gpuhealth.config import read_run_info
 from gpuhealth.errors import ConfigError, NotRunningError
-
-PRIORITIES = {
-    "KERN_EMERG": 0,
-    "KERN_ALERT": 1,
-    "KERN_CRIT": 2,
-    "KERN_ERR": 3,
-    "KERN_WARNING": 4,
-    "KERN_NOTICE": 5,
-    "KERN_INFO": 6,
-    "KERN_DEBUG": 7,
-}
+from gpuhealth.events import KERNEL_PRIORITIES, kernel_priority
 
 
 def parse_priority(text: str) -> int:
-    t = text.strip().upper().replace("KERN.", "KERN_")
-    aliases = {"KERN_WARN": "KERN_WARNING", "KERN_ERROR": "KERN_ERR"}
-    t = aliases.get(t, t)
-    if t.isdigit() and 0 <= int(t) <= 7:
-        return int(t)
-    if t in PRIORITIES:
-        return PRIORITIES[t]
-    raise ConfigError(f"bad priority {text!r}: use one of {', '.join(PRIORITIES)} or 0-7")
+    level = kernel_priority(text)
+    if level is None:
+        raise ConfigError(f"bad priority {text!r}: use one of {', '.join(KERNEL_PRIORITIES)} or 0-7")
+    return level
 
 
 def xid_line(xid: int, pci: str) -> str:
     """An NVRM Xid line as the driver prints it: the PCI address without its function."""
     from producers.kernel import normalise_pci
+    from producers.kernel import xid_line as line
     from rules.catalog import load
 
     norm = normalise_pci(pci)
     if norm is None:
         raise ConfigError(f"bad PCI address {pci!r}: use e.g. 0000:04:00.0")
     entry = load().xid.get(xid)
-    text = entry.name if entry else "Unknown error"
-    return f"NVRM: Xid (PCI:{norm[:-2]}): {xid}, pid='<unknown>', name=<unknown>, {text}"
+    return line(norm[:-2], xid, entry.name if entry else "Unknown error")
 
 
 def sxid_line(sxid: int, pci: str) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
-from gpuhealth.cli_options import (
+from gpuctl.options import (
     DataDirOpt,
     DirectClickhouseOpt,
     JsonOpt,
@@ -20,7 +20,7 @@ from gpuhealth.cli_options import (
     print_table,
     progress,
 )
-from gpuhealth.cli_read import Reader, parse_duration
+from gpuctl.read import Reader, parse_duration
 from gpuhealth.events import Event
 
 rules_app = typer.Typer(help="The rules' thresholds and windows.", no_args_is_help=True)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from gpuhealth.cli_options import (
+from gpuctl.options import (
     ApiListenOpt,
     ChecksOpt,
     ClickhouseOpt,
@@ -87,7 +87,7 @@ def up(
     checks: ChecksOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
-    from gpuhealth.cli_up import UpOptions, run_up
+    from gpuctl.up import UpOptions, run_up
 
     log_to_stderr()
     opts = UpOptions(
@@ -137,7 +137,7 @@ def serve_agent(
     checks: ChecksOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
-    from gpuhealth.cli_up import UpOptions, agent_argv
+    from gpuctl.up import UpOptions, agent_argv
 
     opts = UpOptions(
         data_dir=data_dir_of(data_dir),
@@ -177,7 +177,7 @@ def serve_rules(
     metrics_buffer: MetricsBufferOpt = 6.0,
 ) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
-    from gpuhealth.cli_up import serve_rules as run
+    from gpuctl.up import serve_rules as run
 
     log_to_stderr()
     metrics(metrics_listen)
@@ -201,7 +201,7 @@ def serve_sink(
     metrics_buffer: MetricsBufferOpt = 6.0,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
-    from gpuhealth.cli_up import serve_sink as run
+    from gpuctl.up import serve_sink as run
     from sinks.clickhouse import chdb_dsn
 
     log_to_stderr()

@@ -1,0 +1,5 @@
+"""``python -m gpuctl`` is ``gpuctl``."""
+
+from gpuctl.main import main
+
+main()
