@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
+from gpuctl import schema
 from gpuctl.options import STATUS_EXIT, DataDirOpt, JsonOpt, NatsOpt, data_dir_of, print_table
 from gpuhealth import client
 from gpuhealth.errors import ConfigError
@@ -33,7 +34,7 @@ def run_json(r: CheckResult) -> dict[str, Any]:
 
 def print_runs(runs: list[dict[str, Any]], json_out: bool) -> None:
     if json_out:
-        print(json.dumps(runs, indent=2))
+        print(schema.dump(list[schema.CheckRun], runs))
         return
     rows = [("CHECK", "HEALTH", "EXIT", "TIME", "ACTIONS", "REASON")]
     for r in runs:
@@ -89,7 +90,7 @@ def list_checks(node: NodeOpt = None, json_out: JsonOpt = False, data_dir: DataD
 
 def _print_specs(specs: list[dict[str, Any]], json_out: bool) -> None:
     if json_out:
-        print(json.dumps(specs, indent=2))
+        print(schema.dump(list[schema.CheckSpec], specs))
         return
     rows = [("CHECK", "TYPE", "RUN MODE", "TIMEOUT", "INTERVAL", "TAGS", "LAST")]
     for s in specs:

@@ -9,7 +9,6 @@ traceback.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -18,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuctl import checks, deploy, kernel, read, report, rules, serve
+from gpuctl import checks, deploy, kernel, read, report, rules, schema, serve
 from gpuctl.options import (
     STATUS_EXIT,
     DataDirOpt,
@@ -154,7 +153,7 @@ def status(
 
     states, gpus = filter_status(*asyncio.run(read()), node=node, component=component, gpu=gpu)
     if json_out:
-        print(json.dumps({"states": [state_json(s) for s in states], "gpus": gpus}, indent=2))
+        print(schema.dump(schema.Status, {"states": [state_json(s) for s in states], "gpus": gpus}))
     else:
         _print_states(states, gpus, show_all=show_all)
     raise typer.Exit(STATUS_EXIT[client.worst(states)])
@@ -206,13 +205,12 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show
         print(f"{len(gpus)} GPUs (--all, --node or --gpu to list them)")
 
 
-@app.command()
-def schema(
+@app.command("schema")
+def print_schema(
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
     outputs: Annotated[bool, typer.Option("--outputs", help="the schema of gpuctl's --json output instead")] = False,
 ) -> None:
     """The JSON Schema of every message on gpuhealth's subjects (or, --outputs, of gpuctl's --json output)."""
-    from gpuctl import schema
     from gpuhealth import wire_schema
 
     text = schema.render() if outputs else wire_schema.render()
@@ -230,7 +228,7 @@ def version(json_out: JsonOpt = False) -> None:
     from gpuhealth.events import SCHEMA_VERSION
 
     if json_out:
-        print(json.dumps({"gpuctl": v("gpuhealth"), "wire_schema": SCHEMA_VERSION}))
+        print(schema.dump(schema.Version, {"gpuctl": v("gpuhealth"), "wire_schema": SCHEMA_VERSION}, indent=0))
     else:
         print(f"gpuctl {v('gpuhealth')} (wire schema {SCHEMA_VERSION})")
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from nats.aio.msg import Msg
 
+from gpuctl import schema
 from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
 from gpuhealth import client, config
 from gpuhealth.events import HealthState
@@ -50,7 +51,7 @@ def watch(
             except ValueError:  # msgspec's errors are ValueErrors: a bad message is skipped, not fatal
                 return
             if json_out:
-                print(json.dumps(state_json(s)), flush=True)
+                print(schema.dump(schema.State, state_json(s), indent=0), flush=True)
             else:
                 actions = ",".join(s.repair_actions) or "-"
                 print(f"{iso(s.time)}  {s.node}  {s.component}  {s.entity}  {s.health}  {actions}  {s.reason}",
@@ -141,7 +142,7 @@ def events(
     for o in objs:
         o["time"] = iso(int(o["time_ns"]))
     if json_out:
-        print(json.dumps(objs, indent=2, default=str))
+        print(schema.dump(list[schema.Event], objs))
         return
     if not objs:
         print(f"no events in the last {since}")
@@ -193,7 +194,7 @@ def incidents(
     for o in objs:
         o["first"], o["last"] = iso(int(o.pop("first_ns"))), iso(int(o.pop("last_ns")))
     if json_out:
-        print(json.dumps(objs, indent=2, default=str))
+        print(schema.dump(list[schema.Incident], objs))
         return
     if not objs:
         print(f"no incidents in the last {since}")
@@ -244,7 +245,7 @@ def fleet(json_out: JsonOpt = False, data_dir: DataDirOpt = None, nats: NatsOpt 
         if n["oldest_open"] is not None:
             n["oldest_open"]["since"] = iso(n["oldest_open"].pop("since_ns"))
     if json_out:
-        print(json.dumps({"nodes": nodes}, indent=2))
+        print(schema.dump(schema.Fleet, {"nodes": nodes}))
         return
     if not nodes:
         print("no node has reported yet")

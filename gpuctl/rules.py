@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 import typer
 
+from gpuctl import schema
 from gpuctl.options import (
     DataDirOpt,
     DirectClickhouseOpt,
@@ -36,7 +36,7 @@ def check(
 
     changes = limits.check(path)
     if json_out:
-        print(json.dumps([{"key": k, "default": d, "value": v} for k, d, v in changes], indent=2))
+        print(schema.dump(list[schema.RulesChange], [{"key": k, "default": d, "value": v} for k, d, v in changes]))
         return
     if not changes:
         print(f"{path}: valid, the same as the defaults")
@@ -99,7 +99,7 @@ def replay(
     if json_out:
         table = [dataclasses.asdict(r) | {"differs": r.differs} for r in rows]
         summary = {"events": engine.events, "entities": len(engine.rows), "differ": differ}
-        print(json.dumps(summary | {"rows": table}, indent=2))
+        print(schema.dump(schema.Replay, summary | {"rows": table}))
         return
     rules = rules_file or "the default rules"
     print(f"{engine.events} events since {since}, {len(engine.rows)} entities: {differ} would differ under {rules}")

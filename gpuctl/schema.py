@@ -3,6 +3,10 @@
 ``gpuhealth/schema/cli.schema.json`` is generated from these (``gpuctl schema
 --outputs``); tests validate what the commands print against it, and fail when
 the committed file is stale. Times are ISO 8601 UTC strings ending in Z.
+
+Every --json output goes through ``dump``, which converts it to its type first:
+a field missing, added or of another type fails there, so what a command prints
+and what the schema says cannot drift apart.
 """
 
 from __future__ import annotations
@@ -212,6 +216,12 @@ OUTPUTS: dict[str, Any] = {
     "report weekly": Report,
     "version": Version,
 }
+
+
+def dump(typ: Any, value: Any, *, indent: int = 2) -> str:
+    """value as JSON, after converting it to typ (a type above, or a list of one); indent=0: one line."""
+    raw = msgspec.json.encode(msgspec.convert(value, typ))
+    return msgspec.json.format(raw, indent=indent).decode() if indent else raw.decode()
 
 
 def output_schema() -> dict[str, Any]:
