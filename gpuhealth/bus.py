@@ -42,6 +42,7 @@ from nats.js.api import (
 )
 
 from gpuhealth import jetstream, sizing, subjects, telemetry
+from gpuhealth.backoff import Backoff
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
 
@@ -159,7 +160,7 @@ async def provision(
     see streams but not change them: on a fleet the services create them). Retries until
     it succeeds: a stage that starts while NATS is away, or before the services, waits."""
     lim = limits or sizing.unsized()
-    delay = 0.2
+    delays = Backoff(first=0.2, cap=5.0)
     while True:
         try:
             await _provision_once(js, replicas, missing_only, lim)
@@ -171,9 +172,8 @@ async def provision(
                     f"the streams' bounds ({need} in all) do not fit the NATS server's JetStream store: give it "
                     "a larger max_file_store, or size for fewer nodes or a shorter metrics buffer"
                 ) from None
-            log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            log.warning("cannot provision streams yet (%s); retrying in %.1fs", e, delays.delay)
+            await delays.wait()
 
 
 async def _info(js: JetStreamContext, stream: str) -> StreamInfo | None:
@@ -298,7 +298,7 @@ async def publish_until_acked(
     Retrying is safe: the ids make a repeat a no-op. A producer holds its source
     meanwhile, so an outage costs latency, never data. A stream with no room (StoreFullError) is
     logged once as an error and shown in ``gpuhealth_stream_full`` until it takes messages again."""
-    delay = 0.1
+    delays = Backoff(first=0.1, cap=5.0)
     full: list[str] = []
     while items:
         if stop is not None and stop.is_set():
@@ -315,21 +315,16 @@ async def publish_until_acked(
                 telemetry.STREAM_FULL.labels(stream).set(1)
                 telemetry.NO_ROOM[stream] = f"{len(items)} messages held and retried by {what}: {e}"
                 telemetry.PUBLISH_REFUSED.labels(stream).inc(len(items))
-            log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delay)
+            log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delays.delay)
         except Exception as e:
-            log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delay)
+            log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delays.delay)
         else:
             for stream in full:
                 telemetry.STREAM_FULL.labels(stream).set(0)
                 telemetry.NO_ROOM.pop(stream, None)
                 log.warning("%s: %s took messages again", what, stream)
             return True
-        if stop is None:
-            await asyncio.sleep(delay)
-        else:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-        delay = min(delay * 2, 5.0)
+        await delays.wait(stop)
     return True
 
 

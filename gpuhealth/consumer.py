@@ -24,6 +24,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import subjects, telemetry
+from gpuhealth.backoff import Backoff
 from gpuhealth.bus import publish_batch
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, derived_id, encode, now_ns
 from gpuhealth.jetstream import ConsumerGone, Puller, StoreFullError, StreamUnavailableError, connection_of
@@ -123,7 +124,7 @@ class Consumer(Generic[T]):
                 await puller.stop()
 
     async def _loop(self, puller: Puller, stop: asyncio.Event) -> None:
-        backoff = 0.0
+        delays = Backoff(first=0.2, cap=2.0)
         while not stop.is_set():
             try:
                 msgs = await puller.fetch(self.batch, timeout=0.5)
@@ -132,15 +133,14 @@ class Consumer(Generic[T]):
             except nats.errors.Error as e:
                 # While a cluster elects the consumer's new leader every fetch fails at once: back off
                 # (and say so once a step, not fifty times a second).
-                backoff = min(backoff * 2, 2.0) or 0.2
-                log.warning("%s: fetch failed (%s); retrying in %.1fs", self.stage, e, backoff)
-                await asyncio.sleep(backoff)
+                log.warning("%s: fetch failed (%s); retrying in %.1fs", self.stage, e, delays.delay)
+                await delays.wait()
                 if isinstance(e, ConsumerGone):  # deleted, or the stream was: make it again
                     await self._bind(stop)
                 continue
             if not msgs:
                 continue
-            backoff = 0.0
+            delays.reset()
             if self.linger_s and len(msgs) < self.batch:
                 msgs += await self._linger(puller, len(msgs))
             if self.in_order is not None:
@@ -208,6 +208,7 @@ class Consumer(Generic[T]):
         # earlier ones delivered to a process that died before handling them (they would never be
         # redelivered); the SIGKILL exactly-once test caught exactly that.
         start = self.start_seq  # where it starts if made now: after a delete, the old one's floor
+        delays = Backoff(first=0.5, cap=5.0)
         while True:
             try:
                 try:
@@ -225,8 +226,10 @@ class Consumer(Generic[T]):
             except (TimeoutError, nats.errors.Error) as e:
                 if stop.is_set():
                     raise
-                log.warning("%s: cannot bind consumer %s (%s); retrying", self.stage, self.durable, e)
-                await asyncio.sleep(1.0)
+                log.warning(
+                    "%s: cannot bind consumer %s (%s); retrying in %.1fs", self.stage, self.durable, e, delays.delay
+                )
+                await delays.wait()
 
     def _config(self, start_seq: int | None) -> ConsumerConfig:
         return ConsumerConfig(
@@ -273,13 +276,14 @@ class Consumer(Generic[T]):
         )
         log.warning("%s: dead-lettered a message on %s: %s", self.stage, m.subject, reason)
         subject = subjects.dlq_subject(subjects.node_token_of(m.subject), self.stage)
+        delays = Backoff(first=0.5, cap=5.0)
         while True:
             try:
                 await publish_batch(self.js, [(subject, f"{self.stage}:{self.stream}:{seq}", encode(letter))])
                 return
             except (TimeoutError, nats.errors.Error) as e:
-                log.warning("%s: dead-letter publish failed (%s); retrying", self.stage, e)
-                await asyncio.sleep(0.5)
+                log.warning("%s: dead-letter publish failed (%s); retrying in %.1fs", self.stage, e, delays.delay)
+                await delays.wait()
 
     async def _handle_until_done(self, good: list[tuple[Msg, T]], msgs: list[Msg], stop: asyncio.Event) -> bool:
         """Run the stage's effect on the batch until it is done; False when stopped first."""
@@ -291,7 +295,7 @@ class Consumer(Generic[T]):
         """Handle ``part``, retrying with back-off through an outage. After ``tries_before_split`` other
         failures it is split in halves, handled in order (the rules depend on it), each split again on its
         first failure; a message that fails alone ``poison_tries`` times is dead-lettered with the error."""
-        delay, failed = 0.2, 0
+        delays, failed = Backoff(first=0.2, cap=10.0), 0
         while True:
             error = await self._attempt(part)
             if error is None:
@@ -313,17 +317,20 @@ class Consumer(Generic[T]):
             # Said for the batch; the search for the poison in it is quiet until the dead letter says what it found.
             level = logging.WARNING if away or tries_before_split > 1 else logging.DEBUG
             why = _one_line(error)
-            log.log(level, "%s: handling %d messages failed (%s); retrying in %.1fs", self.stage, len(part), why, delay)
+            log.log(
+                level,
+                "%s: handling %d messages failed (%s); retrying in %.1fs",
+                self.stage,
+                len(part),
+                why,
+                delays.delay,
+            )
             # Keep the messages ours while we wait, so JetStream does not hand them to another worker.
             for m in msgs:
                 with contextlib.suppress(nats.errors.Error):
                     await m.in_progress()
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=delay)
+            if await delays.wait(stop):
                 return False
-            except TimeoutError:
-                pass
-            delay = min(delay * 2, 10.0)
 
     async def _attempt(self, part: list[tuple[Msg, T]]) -> Exception | None:
         items = [item for _, item in part]

@@ -25,6 +25,7 @@ from nats.aio.msg import Msg
 from prometheus_client import Gauge
 
 from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
+from gpuhealth.backoff import Backoff
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import GpuhealthError
 from gpuhealth.events import (
@@ -158,16 +159,14 @@ def nvml_module(args: argparse.Namespace, identity: NodeIdentity) -> tuple[Any, 
 
 async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
     """Keep a producer loop alive: an unexpected error is logged and the loop restarts."""
-    delay = 0.5
+    delays = Backoff(first=0.5, cap=30.0)
     while not stop.is_set():
         try:
             await run()
             return
         except Exception:
-            log.exception("%s failed; restarting in %.1fs", name, delay)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), delay)
-            delay = min(delay * 2, 30.0)
+            log.exception("%s failed; restarting in %.1fs", name, delays.delay)
+            await delays.wait(stop)
 
 
 async def run(args: argparse.Namespace) -> int:
