@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast, get_args
 
-from gpuhealth.events import CheckResult, RepairAction, Verification
+from gpuhealth.events import CheckResult, Health, RepairAction, Verification
 from rules.catalog import ACTION_RANK
 
 KNOWN_ACTIONS = frozenset(get_args(RepairAction))
@@ -24,7 +24,7 @@ VERIFICATION = "verification"
 class Decision:
     component: str
     entity: str
-    health: str
+    health: Health
     reason: str
     actions: list[RepairAction]
 
@@ -33,8 +33,9 @@ def check(ev: CheckResult) -> Decision:
     health, reason = ev.verdict()
     actions: list[RepairAction] = []
     if health != "Healthy":
-        known = sorted((a for a in ev.suggested_actions if a in KNOWN_ACTIONS), key=ACTION_RANK.__getitem__,
-                       reverse=True)  # fmt: skip
+        known = sorted(
+            (a for a in ev.suggested_actions if a in KNOWN_ACTIONS), key=ACTION_RANK.__getitem__, reverse=True
+        )
         actions = [cast(RepairAction, a) for a in known]
         unknown = sorted(a for a in ev.suggested_actions if a not in KNOWN_ACTIONS)
         if unknown:

@@ -29,6 +29,7 @@ import re
 from gpuhealth.events import (
     CheckResult,
     Event,
+    Health,
     HealthState,
     HostEvent,
     Incident,
@@ -45,7 +46,6 @@ from gpuhealth.events import (
 from rules import checks
 from rules.boots import boot_change
 from rules.catalog import APPLICATION_XIDS, Catalog
-from rules.limits import Window
 from rules.state import (
     ComponentState,
     NodeState,
@@ -54,7 +54,7 @@ from rules.state import (
 from rules.state import (
     key as _key,
 )
-from rules.transitions import raise_state, record_fault, restore, set_state, span
+from rules.transitions import FaultRule, raise_state, record_fault, restore, set_state, span
 
 # ---------------------------------------------------------------- the entry point
 
@@ -133,11 +133,26 @@ def _incident(state: NodeState, key: str, time: int) -> Incident:
     f = state.faults[key]
     component, entity, code = key.split("\x1f")
     return Incident(
-        id=derived_id(f.first, state.node, key), time=time, cluster=state.cluster, node=state.node,
-        machine_id=state.machine_id, boot_id=state.boot_id, source="rules", component=component, entity=entity,
-        code=code, severity=f.severity, reason=f.reason, count=f.count, first=f.first, last=f.last, seq=f.updates,
-        event_ids=list(f.event_ids), pci_bus_id=f.pci_bus_id, gpu_uuid=state.gpu_uuid_by_pci.get(f.pci_bus_id or ""),
-    )  # fmt: skip
+        id=derived_id(f.first, state.node, key),
+        time=time,
+        cluster=state.cluster,
+        node=state.node,
+        machine_id=state.machine_id,
+        boot_id=state.boot_id,
+        source="rules",
+        component=component,
+        entity=entity,
+        code=code,
+        severity=f.severity,
+        reason=f.reason,
+        count=f.count,
+        first=f.first,
+        last=f.last,
+        seq=f.updates,
+        event_ids=list(f.event_ids),
+        pci_bus_id=f.pci_bus_id,
+        gpu_uuid=state.gpu_uuid_by_pci.get(f.pci_bus_id or ""),
+    )
 
 
 def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
@@ -162,38 +177,91 @@ _XID154_ACTIONS: dict[str, RepairAction] = {
 
 XID_COMPONENT = "accelerator-nvidia-error-xid"
 REBOOT_THEN_INSPECT: tuple[RepairAction, ...] = ("REBOOT_SYSTEM", "HARDWARE_INSPECTION")
+INSPECT: tuple[RepairAction, ...] = ("HARDWARE_INSPECTION",)
+REBOOT: tuple[RepairAction, ...] = ("REBOOT_SYSTEM",)
+CHECK_APP: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
 
-# Faults that carry no catalog code: kind → (code key, ladder, reason).
-_KERNEL_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
-    "gpu_fallen_off_bus": ("fallen_off_bus", REBOOT_THEN_INSPECT, "GPU has fallen off the bus"),
-    "gsp": ("gsp", REBOOT_THEN_INSPECT, "GSP firmware error"),
+# Kernel faults that carry no catalog code, by kind (Xids and SXids take theirs from the catalog). The
+# ones with a rate are judged by it (thresholds in limits.toml [kernel]).
+KERNEL_FAULTS: dict[str, FaultRule] = {
+    "gpu_fallen_off_bus": FaultRule("fallen_off_bus", REBOOT_THEN_INSPECT, "GPU has fallen off the bus"),
+    "gsp": FaultRule("gsp", REBOOT_THEN_INSPECT, "GSP firmware error"),
+    "fs_readonly": FaultRule("fs_readonly", REBOOT_THEN_INSPECT, "filesystem read-only"),
+    "hung_task": FaultRule("hung_task", REBOOT, "hung tasks", health="Degraded", rate="kernel.hung_task"),
+    "soft_lockup": FaultRule("soft_lockup", REBOOT, "CPU soft lockups", health="Degraded", rate="kernel.soft_lockup"),
+    "oom": FaultRule("oom", CHECK_APP, "OOM kills", health="Degraded", rate="kernel.oom"),
+    "nfs": FaultRule("nfs", (), "NFS server not responding", health="Degraded", rate="kernel.nfs"),
 }
-# Kernel faults judged by their rate (thresholds in limits.toml [kernel]): kind → (health, ladder, reason).
-_KERNEL_RATES: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
-    "hung_task": ("Degraded", ("REBOOT_SYSTEM",), "hung tasks"),
-    "soft_lockup": ("Degraded", ("REBOOT_SYSTEM",), "CPU soft lockups"),
-    "oom": ("Degraded", ("CHECK_USER_APP_AND_GPU",), "OOM kills"),
-    "nfs": ("Degraded", (), "NFS server not responding"),
-}
-# NVML facts: kind → (component, ladder, reason).
-_NVML_KINDS: dict[str, tuple[str, tuple[RepairAction, ...], str]] = {
-    "ecc_dbe": ("accelerator-nvidia-ecc", REBOOT_THEN_INSPECT, "double-bit ECC error"),
-    "gpu_lost": ("accelerator-nvidia-gpu", REBOOT_THEN_INSPECT, "GPU lost"),
-    "remap_pending": ("accelerator-nvidia-remapped-rows", ("REBOOT_SYSTEM",), "row remapping pending"),
-    "remap_failed": ("accelerator-nvidia-remapped-rows", ("HARDWARE_INSPECTION",), "row remapping failed"),
-    "init_failed": ("accelerator-nvidia-nvml", REBOOT_THEN_INSPECT, "NVML failed to initialise"),
-    "hung": ("accelerator-nvidia-nvml", ("REBOOT_SYSTEM",), "NVML call hung"),
-    "gpu_count": ("accelerator-nvidia-gpu-counts", ("HARDWARE_INSPECTION",), "fewer GPUs than on PCI"),
+# Faults on a kernel line's own node (not a GPU): their entity is the node.
+_NODE_WIDE = {"hung_task", "soft_lockup", "oom", "nfs", "fs_readonly"}
+
+_ECC, _NVML = "accelerator-nvidia-ecc", "accelerator-nvidia-nvml"
+_ROWS = "accelerator-nvidia-remapped-rows"
+# NVML facts, by kind: FaultRule(code, ladder, reason, component, …).
+NVML_FAULTS: dict[str, FaultRule] = {
+    "ecc_dbe": FaultRule("ecc_dbe", REBOOT_THEN_INSPECT, "double-bit ECC error", _ECC),
+    "ecc_sbe": FaultRule(
+        "ecc_sbe", (), "corrected (single-bit) ECC errors", _ECC, health="Degraded", rate="nvml.ecc_sbe"
+    ),
+    "slowdown": FaultRule(
+        "slowdown",
+        INSPECT,
+        "hardware slowdown",
+        "accelerator-nvidia-hw-slowdown",
+        rate="nvml.slowdown",
+        per_minute=True,
+    ),
+    "temperature": FaultRule(
+        "temperature", INSPECT, "temperature", "accelerator-nvidia-temperature", health="Degraded"
+    ),
+    "gpu_lost": FaultRule("gpu_lost", REBOOT_THEN_INSPECT, "GPU lost", "accelerator-nvidia-gpu"),
+    "remap_pending": FaultRule("remap_pending", REBOOT, "row remapping pending", _ROWS),
+    "remap_failed": FaultRule("remap_failed", INSPECT, "row remapping failed", _ROWS),
+    "init_failed": FaultRule("init_failed", REBOOT_THEN_INSPECT, "NVML failed to initialise", _NVML),
+    "hung": FaultRule("hung", REBOOT, "NVML call hung", _NVML),
+    "gpu_count": FaultRule("gpu_count", INSPECT, "fewer GPUs than on PCI", "accelerator-nvidia-gpu-counts"),
 }
 
+# sysfs and host counters and conditions, by the code of their incident (component and entity: the event's).
+HOST_FAULTS: dict[str, FaultRule] = {
+    "aer_fatal": FaultRule("aer_fatal", REBOOT_THEN_INSPECT, "PCIe AER fatal errors"),
+    "aer_nonfatal": FaultRule(
+        "aer_nonfatal", INSPECT, "PCIe AER nonfatal errors", health="Degraded", rate="pci.aer_nonfatal"
+    ),
+    "aer_correctable": FaultRule(
+        "aer_correctable", INSPECT, "PCIe AER correctable errors", health="Degraded", rate="pci.aer_correctable"
+    ),
+    "edac_ue": FaultRule("edac_ue", REBOOT_THEN_INSPECT, "uncorrectable memory errors"),
+    "edac_ce": FaultRule("edac_ce", INSPECT, "correctable memory errors", health="Degraded", rate="edac.correctable"),
+    "ib_errors": FaultRule("ib_errors", INSPECT, "InfiniBand port errors", health="Degraded", rate="infiniband.errors"),
+    "ib_flapping": FaultRule(
+        "ib_flapping", INSPECT, "InfiniBand port flapping: went down", health="Degraded", rate="infiniband.flapping"
+    ),
+    "ib_port": FaultRule("ib_port", INSPECT, "InfiniBand port down"),
+    # a narrow link retrains on reboot, or is reseated; a hot part needs its cooling looked at
+    "link": FaultRule("link", REBOOT_THEN_INSPECT, "PCIe link degraded", health="Degraded"),
+    "thermal": FaultRule("thermal", INSPECT, "too hot", health="Degraded"),
+}
 
-def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, catalog: Catalog, *, late: bool,
-         count: int = 1, nvlink: NvlinkDetail | None = None) -> list[HealthState]:  # fmt: skip
+_UNRECOGNISED = CHECK_APP
+
+
+def _xid(
+    state: NodeState,
+    ev: Event,
+    code: int,
+    pci: str | None,
+    message: str,
+    catalog: Catalog,
+    *,
+    late: bool,
+    count: int = 1,
+    nvlink: NvlinkDetail | None = None,
+) -> list[HealthState]:
     """An Xid from the kernel log or from NVML's event: one state per GPU either way."""
     entry = catalog.xid.get(code)
     if entry is None:
-        ladder: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
-        reason = f"unrecognised Xid {code}"
+        ladder, reason = _UNRECOGNISED, f"unrecognised Xid {code}"
     else:
         ladder, reason = entry.ladder, f"Xid {code}: {entry.name}"
         if code == 154 and (m := _XID154.search(message)):
@@ -205,112 +273,94 @@ def _xid(state: NodeState, ev: Event, code: int, pci: str | None, message: str, 
             action = action or ("RESET_GPU" if nvlink.fatal else "IGNORE_NO_ACTION_REQUIRED")
             ladder = (action, "HARDWARE_INSPECTION") if action != "IGNORE_NO_ACTION_REQUIRED" else (action,)
             reason += f" ({nvlink.unit or 'unit not printed'}, {'fatal' if nvlink.fatal else 'non-fatal'})"
-    return record_fault(state, ev, XID_COMPONENT, pci or "unknown", f"xid:{code}", ladder, reason,
-                        entry.severity if entry else "Unknown",
-                        app=code in APPLICATION_XIDS, late=late, pci=pci, count=count)  # fmt: skip
+    severity = entry.severity if entry else "Unknown"
+    rule = FaultRule(f"xid:{code}", ladder, reason, XID_COMPONENT, app=code in APPLICATION_XIDS, severity=severity)
+    return record_fault(state, ev, rule, pci or "unknown", catalog.limits, late=late, pci=pci, count=count)
 
 
 def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
-    pci = ev.pci_bus_id
+    pci, lim = ev.pci_bus_id, catalog.limits
     if ev.kind == "xid" and ev.xid is not None:
         return _xid(state, ev, ev.xid, pci, ev.message, catalog, late=late, count=ev.count, nvlink=ev.nvlink)
     if ev.kind == "sxid" and ev.sxid is not None:
         entry = catalog.sxid.get(ev.sxid)
-        ladder: tuple[RepairAction, ...] = entry.ladder if entry else ("CHECK_USER_APP_AND_GPU",)
-        reason = f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}"
-        severity = entry.severity if entry else "Unknown"
-        return record_fault(state, ev, ev.component, pci or "unknown", f"sxid:{ev.sxid}", ladder, reason, severity,
-                            app=False, late=late, pci=pci, count=ev.count)  # fmt: skip
-    if ev.kind in _KERNEL_KINDS:
-        code_key, ladder, reason = _KERNEL_KINDS[ev.kind]
-        if ev.kind == "gsp":
-            reason = f"{reason}: {ev.message[:160]}"
-        return record_fault(state, ev, ev.component, pci or "unknown", code_key, ladder, reason, None, app=False,
-                            late=late, pci=pci, count=ev.count)  # fmt: skip
-    if ev.kind in _KERNEL_RATES:
-        health, ladder, reason = _KERNEL_RATES[ev.kind]
-        rate = getattr(catalog.limits.kernel, ev.kind)
-        return record_fault(state, ev, ev.component, ev.node, ev.kind, ladder, reason, None, app=False, late=late,
-                            count=ev.count, health=health, rate=rate)  # fmt: skip
-    if ev.kind == "fs_readonly":
-        reason = f"filesystem read-only: {ev.message[:160]}"
-        return record_fault(state, ev, ev.component, ev.node, ev.kind, REBOOT_THEN_INSPECT, reason, None, app=False,
-                            late=late, count=ev.count)  # fmt: skip
-    # AER, link, IB and EDAC lines are stored; their states come from the sysfs counters, which
-    # count every error once (the log may rate-limit or repeat them).
-    return []
+        sxid = FaultRule(
+            f"sxid:{ev.sxid}",
+            entry.ladder if entry else _UNRECOGNISED,
+            f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}",
+            severity=entry.severity if entry else "Unknown",
+        )
+        return record_fault(state, ev, sxid, pci or "unknown", lim, late=late, pci=pci, count=ev.count)
+    rule = KERNEL_FAULTS.get(ev.kind or "")
+    if rule is None:
+        # AER, link, IB and EDAC lines are stored; their states come from the sysfs counters, which
+        # count every error once (the log may rate-limit or repeat them).
+        return []
+    reason = f"{rule.reason}: {ev.message[:160]}" if ev.kind in ("gsp", "fs_readonly") else None
+    if ev.kind in _NODE_WIDE:
+        return record_fault(state, ev, rule, ev.node, lim, late=late, count=ev.count, reason=reason)
+    return record_fault(state, ev, rule, pci or "unknown", lim, late=late, pci=pci, count=ev.count, reason=reason)
 
 
 def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list[HealthState]:
     if ev.kind == "xid" and ev.xid is not None:
         return _xid(state, ev, ev.xid, ev.pci_bus_id, ev.message, catalog, late=late)
-    lim, entity = catalog.limits.nvml, ev.pci_bus_id or ev.node
-    if ev.kind == "ecc_sbe":
-        return record_fault(state, ev, "accelerator-nvidia-ecc", entity, "ecc_sbe", (),
-                            "corrected (single-bit) ECC errors", None, app=False, late=late, pci=ev.pci_bus_id,
-                            health="Degraded", rate=lim.ecc_sbe)  # fmt: skip
-    if ev.kind == "slowdown" and ev.data:
-        # Counted in whole minutes: the poller restates an ongoing slowdown once a minute.
-        minutes = Window(threshold=lim.slowdown_minutes, window_s=lim.slowdown_window_s)
-        return record_fault(state, ev, "accelerator-nvidia-hw-slowdown", entity, "slowdown", INSPECT,
-                            f"hardware slowdown ({ev.message})" if ev.message else "hardware slowdown", None, app=False,
-                            late=late, pci=ev.pci_bus_id, rate=minutes, per_minute=True)  # fmt: skip
-    if ev.kind == "temperature":
-        if not ev.data:
-            return restore(state, ev, "accelerator-nvidia-temperature", entity, "temperature", ev.message)
-        return record_fault(state, ev, "accelerator-nvidia-temperature", entity, "temperature", INSPECT, ev.message,
-                            None, app=False, late=late, pci=ev.pci_bus_id, health="Degraded")  # fmt: skip
-    if ev.kind not in _NVML_KINDS:
+    entity, pci = ev.pci_bus_id or ev.node, ev.pci_bus_id
+    rule = NVML_FAULTS.get(ev.kind)
+    if rule is None or (ev.kind == "slowdown" and not ev.data):
         return []  # clock and power-source events are stored, not states
-    component, ladder, reason = _NVML_KINDS[ev.kind]
-    if ev.kind == "hung":
+    if ev.kind == "temperature" and not ev.data:
+        return restore(state, ev, rule.component, entity, "temperature", ev.message)
+    reason: str | None = None  # None: the rule's own
+    if ev.kind == "temperature":
+        reason = ev.message
+    elif ev.kind == "slowdown":
+        reason = f"hardware slowdown ({ev.message})" if ev.message else None
+    elif ev.kind == "hung":
         reason = f"NVML {ev.message or 'call'} hung"
-    elif ev.message:
-        reason = f"{reason}: {ev.message}"
-    return record_fault(state, ev, component, ev.pci_bus_id or ev.node, ev.kind, ladder, reason, None, app=False,
-                        late=late, pci=ev.pci_bus_id)  # fmt: skip
+    elif ev.kind != "ecc_sbe" and ev.message:
+        reason = f"{rule.reason}: {ev.message}"
+    return record_fault(state, ev, rule, entity, catalog.limits, late=late, pci=pci, reason=reason)
 
 
-INSPECT: tuple[RepairAction, ...] = ("HARDWARE_INSPECTION",)
 # service (unit) → health when it is not active where it is needed
-_SERVICE_HEALTH: dict[str, tuple[str, list[RepairAction]]] = {"nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])}
+_SERVICE_HEALTH: dict[str, tuple[Health, list[RepairAction]]] = {
+    "nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])
+}
 
 
 def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list[HealthState]:
     """sysfs and host facts: counters become rate or any-occurrence faults, conditions states."""
     lim, c, e, pci = catalog.limits, ev.component, ev.entity, ev.pci_bus_id
     out: list[HealthState] = []
+
+    def fault(code: str, n: int = 1, reason: str | None = None, on_pci: bool = True) -> None:
+        nonlocal out
+        rule = HOST_FAULTS[code]
+        out += record_fault(state, ev, rule, e, lim, late=late, pci=pci if on_pci else None, count=n, reason=reason)
+
     if ev.kind == "aer":
         if n := ev.counts.get("fatal", 0):
-            out += record_fault(state, ev, c, e, "aer_fatal", REBOOT_THEN_INSPECT, f"PCIe AER fatal errors (+{n})",
-                                None, app=False, late=late, pci=pci, count=n)  # fmt: skip
-        for sev, rate in (("nonfatal", lim.pci.aer_nonfatal), ("correctable", lim.pci.aer_correctable)):
+            fault("aer_fatal", n, f"PCIe AER fatal errors (+{n})")
+        for sev in ("nonfatal", "correctable"):
             if n := ev.counts.get(sev, 0):
-                out += record_fault(state, ev, c, e, f"aer_{sev}", INSPECT, f"PCIe AER {sev} errors", None, app=False,
-                                    late=late, pci=pci, count=n, health="Degraded", rate=rate)  # fmt: skip
+                fault(f"aer_{sev}", n)
     elif ev.kind == "edac":
         if n := ev.counts.get("ue", 0):
-            out += record_fault(state, ev, c, e, "edac_ue", REBOOT_THEN_INSPECT, f"uncorrectable memory errors (+{n})",
-                                None, app=False, late=late, count=n)  # fmt: skip
+            fault("edac_ue", n, f"uncorrectable memory errors (+{n})", on_pci=False)
         if n := ev.counts.get("ce", 0):
-            out += record_fault(state, ev, c, e, "edac_ce", INSPECT, "correctable memory errors", None, app=False,
-                                late=late, count=n, health="Degraded", rate=lim.edac.correctable)  # fmt: skip
+            fault("edac_ce", n, on_pci=False)
     elif ev.kind == "ib_errors":
         if n := sum(ev.counts.values()):
-            out += record_fault(state, ev, c, e, "ib_errors", INSPECT, "InfiniBand port errors", None, app=False,
-                                late=late, count=n, health="Degraded", rate=lim.infiniband.errors)  # fmt: skip
+            fault("ib_errors", n, on_pci=False)
     elif ev.kind == "ib_port":
-        ib = lim.infiniband
         if n := ev.counts.get("downs", 0):
-            flaps = Window(threshold=ib.flaps, window_s=ib.flap_window_s)
-            out += record_fault(state, ev, c, e, "ib_flapping", INSPECT, "InfiniBand port flapping: went down", None,
-                                app=False, late=late, count=n, health="Degraded", rate=flaps)  # fmt: skip
+            fault("ib_flapping", n, on_pci=False)
         if ev.ok:
             out += restore(state, ev, c, e, "ib_port", ev.message)
-        elif ev.time - ev.since >= ib.down_s * 1_000_000_000:
+        elif ev.time - ev.since >= lim.infiniband.down_s * 1_000_000_000:
             down = span((ev.time - ev.since) // 1_000_000_000)
-            out += record_fault(state, ev, c, e, "ib_port", INSPECT, f"{ev.message}, down for {down}", None, app=False,
-                                late=late)  # fmt: skip
+            fault("ib_port", reason=f"{ev.message}, down for {down}", on_pci=False)
         else:
             out += raise_state(state, ev, c, e, "Degraded", [], ev.message, "ib_port", pci)
     elif ev.kind in ("link", "thermal", "service"):
@@ -319,16 +369,15 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
         elif ev.kind == "service":
             health, actions = _SERVICE_HEALTH.get(e, ("Degraded", []))
             out += raise_state(state, ev, c, e, health, list(actions), ev.message, "service", pci)
-        else:  # a narrow link retrains on reboot, or is reseated; a hot part needs its cooling looked at
-            ladder = REBOOT_THEN_INSPECT if ev.kind == "link" else INSPECT
-            out += record_fault(state, ev, c, e, ev.kind, ladder, ev.message, None, app=False, late=late, pci=pci,
-                                health="Degraded")  # fmt: skip
+        else:
+            fault(ev.kind, reason=ev.message)
     elif ev.kind == "module":
         out += restore(state, ev, c, e, ev.kind, ev.message)
     return out  # pstore records and reboots are stored; the reboot's boot_id did its clearing above
 
 
 def _source_status(state: NodeState, ev: SourceStatus) -> list[HealthState]:
+    health: Health
     if ev.available:
         health, reason = "Healthy", ev.reason
     elif not ev.applicable:
@@ -357,8 +406,9 @@ def _decide(state: NodeState, ev: Event, d: checks.Decision) -> list[HealthState
     ):
         return []
     if cs is None:
-        cs = state.states[key] = ComponentState(component=d.component, entity=d.entity, health=d.health, reason="",
-                                                since=ev.time)  # fmt: skip
+        cs = state.states[key] = ComponentState(
+            component=d.component, entity=d.entity, health=d.health, reason="", since=ev.time
+        )
     return [set_state(state, ev, cs, d.health, d.reason, d.actions)]
 
 

@@ -30,6 +30,10 @@ class InfinibandLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     flap_window_s: int
     errors: Window
 
+    @property
+    def flapping(self) -> Window:
+        return Window(threshold=self.flaps, window_s=self.flap_window_s)
+
 
 class EdacLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     correctable: Window
@@ -46,6 +50,11 @@ class NvmlLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ecc_sbe: Window
     slowdown_minutes: int
     slowdown_window_s: int
+
+    @property
+    def slowdown(self) -> Window:
+        """Minutes with a slowdown in the window (the poller restates an ongoing one once a minute)."""
+        return Window(threshold=self.slowdown_minutes, window_s=self.slowdown_window_s)
 
 
 class IncidentLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

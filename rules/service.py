@@ -110,8 +110,7 @@ class RulesService:
             return
         owned = set(self.partitions)
         for i in range(0, len(keys), 256):
-            entries = await asyncio.gather(*(self.kv_rules.get(k) for k in keys[i : i + 256]),
-                                           return_exceptions=True)  # fmt: skip
+            entries = await asyncio.gather(*(self.kv_rules.get(k) for k in keys[i : i + 256]), return_exceptions=True)
             for entry in entries:
                 if isinstance(entry, BaseException) or not entry.value:
                     continue  # deleted since listed
@@ -222,30 +221,54 @@ class RulesService:
             await self.kv_inventory.put(subjects.kv_escape(inv.node), encode(inv))
 
     async def _consumers(self) -> list[Consumer[Any]]:
-        def consumer(spec: subjects.StreamSpec, durable: str, filter_subject: str, decoder: Any, handle: Any,
-                     start_seq: int | None) -> Consumer[Any]:  # fmt: skip
+        def consumer(
+            spec: subjects.StreamSpec,
+            durable: str,
+            filter_subject: str,
+            decoder: Any,
+            handle: Any,
+            start_seq: int | None,
+        ) -> Consumer[Any]:
             # Events in stream order, with their sequences: the engine's redelivery check needs both.
             in_order = handle if spec is subjects.EVENTS else None
-            return Consumer(self.js, stream=spec.name, durable=durable, filter_subject=filter_subject,
-                                decoder=decoder, stage="rules", handle=handle, batch=self.batch,
-                                start_seq=start_seq, in_order=in_order)  # fmt: skip
+            return Consumer(
+                self.js,
+                stream=spec.name,
+                durable=durable,
+                filter_subject=filter_subject,
+                decoder=decoder,
+                stage="rules",
+                handle=handle,
+                batch=self.batch,
+                start_seq=start_seq,
+                in_order=in_order,
+            )
 
         if self.instances == 1:
             return [
-                consumer(subjects.EVENTS, self.durable, subjects.EVENTS.subjects[0], EVENT_DECODER,
-                         self.handle_events, None),
-                consumer(subjects.INVENTORY, f"{self.durable}-inventory", subjects.INVENTORY.subjects[0],
-                         INVENTORY_DECODER, self.handle_inventory, None),
-            ]  # fmt: skip
+                consumer(
+                    subjects.EVENTS, self.durable, subjects.EVENTS.subjects[0], EVENT_DECODER, self.handle_events, None
+                ),
+                consumer(
+                    subjects.INVENTORY,
+                    f"{self.durable}-inventory",
+                    subjects.INVENTORY.subjects[0],
+                    INVENTORY_DECODER,
+                    self.handle_inventory,
+                    None,
+                ),
+            ]
         out = []
-        for spec, name, decoder, handle in ((subjects.EVENTS, self.durable, EVENT_DECODER, self.handle_events),
-                                            (subjects.INVENTORY, f"{self.durable}-inventory", INVENTORY_DECODER,
-                                             self.handle_inventory)):  # fmt: skip
+        for spec, name, decoder, handle in (
+            (subjects.EVENTS, self.durable, EVENT_DECODER, self.handle_events),
+            (subjects.INVENTORY, f"{self.durable}-inventory", INVENTORY_DECODER, self.handle_inventory),
+        ):
             # Partition consumers created when a single instance ran before start where it stopped.
             start = await self._ack_floor(spec.name, name)
             for p in self.partitions:
-                out.append(consumer(spec, f"{name}-p{p:02d}", subjects.partition_filter(spec, p), decoder, handle,
-                                    start))  # fmt: skip
+                out.append(
+                    consumer(spec, f"{name}-p{p:02d}", subjects.partition_filter(spec, p), decoder, handle, start)
+                )
         return out
 
     async def _ack_floor(self, stream: str, durable: str) -> int | None:

@@ -4,11 +4,9 @@ Everything here is data (msgspec Structs); the engine's decisions are in engine.
 
 from __future__ import annotations
 
-import weakref
-
 import msgspec
 
-from gpuhealth.events import RepairAction
+from gpuhealth.events import Health, RepairAction
 
 RECENT_IDS = 512
 MAX_BOOTS = 16
@@ -17,7 +15,7 @@ MAX_BOOTS = 16
 class ComponentState(msgspec.Struct, kw_only=True):
     component: str
     entity: str
-    health: str
+    health: Health
     reason: str
     actions: list[RepairAction] = []
     since: int
@@ -44,7 +42,7 @@ class Fault(msgspec.Struct, kw_only=True):
     event_ids: list[str] = []
 
 
-class NodeState(msgspec.Struct, kw_only=True, weakref=True):
+class NodeState(msgspec.Struct, kw_only=True, dict=True):  # dict: room for _recent_ids's set
     node: str
     cluster: str = ""
     machine_id: str = ""
@@ -63,17 +61,14 @@ class NodeState(msgspec.Struct, kw_only=True, weakref=True):
     touched: list[str] = []  # the faults the last event updated: their incidents are outputs
 
 
-# The recent ids as a set beside each state (by identity: a Struct with == is not hashable), for
-# as long as the state lives: a redelivery check per event must not scan a list of 512.
-_RECENT: dict[int, tuple[weakref.ref[NodeState], set[str]]] = {}
-
-
 def _recent_ids(state: NodeState) -> set[str]:
-    key = id(state)
-    entry = _RECENT.get(key)
-    if entry is None or entry[0]() is not state:
-        entry = _RECENT[key] = (weakref.ref(state, lambda _: _RECENT.pop(key, None)), set(state.recent))
-    return entry[1]
+    """The recent ids as a set, kept on the state beside its fields (never encoded): a redelivery
+    check per event must not scan a list of 512."""
+    ids: set[str] | None = getattr(state, "_recent_set", None)
+    if ids is None:
+        ids = set(state.recent)
+        vars(state)["_recent_set"] = ids
+    return ids
 
 
 def first_time(state: NodeState, event_id: str) -> bool:

@@ -4,55 +4,78 @@ each change publishes. The engine's rules (engine.py, checks.py) decide; these f
 
 from __future__ import annotations
 
-from gpuhealth.events import HEALTH_ORDER, Event, HealthState, HostEvent, NvmlEvent, RepairAction, derived_id
+from dataclasses import dataclass
+from operator import attrgetter
+
+from gpuhealth.events import HEALTH_ORDER, Event, Health, HealthState, HostEvent, NvmlEvent, RepairAction, derived_id
 from rules.catalog import ACTION_RANK, REBOOT_CLEARS
-from rules.limits import Window
+from rules.limits import Limits, Window
 from rules.state import MAX_BOOTS, ComponentState, Fault, NodeState
 from rules.state import key as _key
 
 
-def health_of(action: str) -> str:
+def health_of(action: str) -> Health:
     if action == "IGNORE_NO_ACTION_REQUIRED":
         return "Healthy"
     return "Degraded" if action == "CHECK_USER_APP_AND_GPU" else "Unhealthy"
 
 
-def restore(state: NodeState, ev: HostEvent | NvmlEvent, component: str, entity: str, cause: str,
-            message: str) -> list[HealthState]:  # fmt: skip
+def restore(
+    state: NodeState, ev: HostEvent | NvmlEvent, component: str, entity: str, cause: str, message: str
+) -> list[HealthState]:
     """A condition seen fine: clear the state it set, or show the entity once as Healthy."""
     key = _key(component, entity)
     cs = state.states.get(key)
     if cs is None:
-        cs = state.states[key] = ComponentState(component=component, entity=entity, health="Healthy",
-                                                reason="", since=ev.time, pci_bus_id=ev.pci_bus_id,
-                                                gpu_uuid=state.gpu_uuid_by_pci.get(ev.pci_bus_id or ""))  # fmt: skip
+        cs = state.states[key] = ComponentState(
+            component=component,
+            entity=entity,
+            health="Healthy",
+            reason="",
+            since=ev.time,
+            pci_bus_id=ev.pci_bus_id,
+            gpu_uuid=state.gpu_uuid_by_pci.get(ev.pci_bus_id or ""),
+        )
         return [set_state(state, ev, cs, "Healthy", message, [])]
     if cs.health != "Healthy" and cs.cause == cause:
         return [set_state(state, ev, cs, "Healthy", f"restored: {message}", [])]
     return []
 
 
+@dataclass(frozen=True, slots=True)
+class FaultRule:
+    """What one kind of fault does to its (component, entity): the incident it counts in (``code``),
+    the ladder of repair actions it climbs as it recurs on later boots, and for a fault judged by its
+    rate, the window in the limits (``rate``, e.g. "kernel.oom") it must fill to become a state."""
+
+    code: str
+    ladder: tuple[RepairAction, ...]
+    reason: str
+    component: str = ""  # "": the event's own
+    health: Health | None = None  # the health it sets, instead of the one its action implies; None: no state
+    rate: str = ""  # a Window of rules/limits.py, by its path: a state only once it is filled
+    per_minute: bool = False  # the rate counts the minutes it was seen in, not its reports
+    app: bool = False  # an application's fault: it never climbs to HARDWARE_INSPECTION
+    severity: str | None = None  # the incident's; None: the health the first rung implies
+
+
 def record_fault(
     state: NodeState,
     ev: Event,
-    component: str,
+    rule: FaultRule,
     entity: str,
-    code_key: str,
-    ladder: tuple[RepairAction, ...],
-    reason: str,
-    severity: str | None,
+    limits: Limits,
     *,
-    app: bool,
     late: bool,
     pci: str | None = None,
     count: int = 1,
-    health: str | None = None,
-    rate: Window | None = None,
-    per_minute: bool = False,
+    reason: str | None = None,
 ) -> list[HealthState]:
-    """Record one occurrence of a fault and raise its state: the ladder's rung for the boots it
-    was seen on, the health the action implies (or ``health``); with ``rate``, only once the
-    occurrences inside the window reach the threshold."""
+    """Record ``count`` occurrences of a fault on ``entity`` and raise its state: the ladder's rung for
+    the boots it was seen on, the health the action implies (or the rule's); with a rate, only once the
+    occurrences inside the window reach the threshold. ``reason`` says this occurrence's (default: the rule's)."""
+    component, code_key, ladder = rule.component or ev.component, rule.code, rule.ladder
+    reason = rule.reason if reason is None else reason
     key = _key(component, entity, code_key)
     fault = state.faults.setdefault(key, Fault(first=ev.time, last=ev.time))
     if ev.time - fault.last > state.incident_window_ns:  # quiet for a window: a new incident
@@ -62,7 +85,7 @@ def record_fault(
     fault.updates += 1
     fault.event_ids = [*fault.event_ids[-7:], ev.id]
     fault.reason, fault.pci_bus_id = reason, pci
-    fault.severity = severity or health or (health_of(ladder[0]) if ladder else "Info")
+    fault.severity = rule.severity or rule.health or (health_of(ladder[0]) if ladder else "Info")
     if fault.severity == "Healthy":
         fault.severity = "Info"
     if key not in state.touched:
@@ -71,8 +94,9 @@ def record_fault(
     if ev.boot_id and ev.boot_id not in fault.boots and (not late or ev.boot_id in state.past_boots):
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]
-    if rate is not None:
-        if per_minute:  # count the minutes it was seen in, not how often it was reported
+    if rule.rate:
+        rate: Window = attrgetter(rule.rate)(limits)
+        if rule.per_minute:  # count the minutes it was seen in, not how often it was reported
             minute = ev.time // 60_000_000_000
             if not fault.window or fault.window[-1][0] // 60_000_000_000 != minute:
                 fault.window.append((ev.time, 1))
@@ -83,12 +107,14 @@ def record_fault(
         seen = sum(n for _, n in fault.window)
         if seen < rate.threshold:
             return []
-        reason = f"{reason}: {seen}{' minutes' if per_minute else ''} in {span(rate.window_s)}"
+        reason = f"{reason}: {seen}{' minutes' if rule.per_minute else ''} in {span(rate.window_s)}"
     if not ladder:  # a state to watch, with no repair action
-        return [] if health is None else raise_state(state, ev, component, entity, health, [], reason, code_key, pci)
+        if rule.health is None:
+            return []
+        return raise_state(state, ev, component, entity, rule.health, [], reason, code_key, pci)
     step = min((len(fault.boots) - 1) // 2, len(ladder) - 1) if fault.boots else 0
     while step > 0 and (
-        ACTION_RANK[ladder[step]] <= ACTION_RANK[ladder[0]] or (app and ladder[step] == "HARDWARE_INSPECTION")
+        ACTION_RANK[ladder[step]] <= ACTION_RANK[ladder[0]] or (rule.app and ladder[step] == "HARDWARE_INSPECTION")
     ):
         step -= 1
     action = ladder[step]
@@ -96,7 +122,7 @@ def record_fault(
         reason += f" (seen on {len(fault.boots)} boots: escalated)"
     if late and action in REBOOT_CLEARS:
         return []  # a stale fault from a boot already left
-    return raise_state(state, ev, component, entity, health or health_of(action), [action], reason, code_key, pci)
+    return raise_state(state, ev, component, entity, rule.health or health_of(action), [action], reason, code_key, pci)
 
 
 def raise_state(
@@ -104,7 +130,7 @@ def raise_state(
     ev: Event,
     component: str,
     entity: str,
-    health: str,
+    health: Health,
     actions: list[RepairAction],
     reason: str,
     cause: str,
@@ -132,14 +158,14 @@ def span(seconds: int) -> str:
     return f"{seconds} s"
 
 
-def worse_or_equal(cs: ComponentState, health: str, action: str | None) -> bool:
+def worse_or_equal(cs: ComponentState, health: Health, action: str | None) -> bool:
     cur_action = ACTION_RANK[cs.actions[0]] if cs.actions else -1
     new_action = ACTION_RANK[action] if action else -1
     return (HEALTH_ORDER[cs.health], cur_action) >= (HEALTH_ORDER[health], new_action)
 
 
 def set_state(
-    state: NodeState, ev: Event, cs: ComponentState, health: str, reason: str, actions: list[RepairAction]
+    state: NodeState, ev: Event, cs: ComponentState, health: Health, reason: str, actions: list[RepairAction]
 ) -> HealthState:
     cs.health, cs.reason, cs.actions, cs.since = health, reason, actions, ev.time
     cs.event_ids = [ev.id]
@@ -153,7 +179,7 @@ def set_state(
         source="rules",
         component=cs.component,
         entity=cs.entity,
-        health=health,  # type: ignore[arg-type]
+        health=health,
         reason=reason,
         repair_actions=list(actions),
         since=ev.time,
