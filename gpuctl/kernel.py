@@ -94,12 +94,17 @@ def inject_fault(
     prio = parse_priority(priority)
     if node is not None:
         print(asyncio.run(_inject_remote(node, message, prio, data_dir_of(data_dir), nats)))
-        return
+    else:
+        print(_inject_local(message, prio, kmsg_path, data_dir_of(data_dir)))
+
+
+def _inject_local(message: str, prio: int, kmsg_path: Path | None, data_dir: Path) -> str:
+    """Append the line where this node's agent reads the kernel log (default: gpuctl up's source)."""
     from producers.kmsg import append_record
 
     path = kmsg_path
     if path is None:
-        info = read_run_info(data_dir_of(data_dir))
+        info = read_run_info(data_dir)
         if info is not None and not info.allow_inject:
             raise ConfigError("the running gpuhealth does not accept injections")
         path = Path(info.kmsg_path) if info is not None else Path("/dev/kmsg")
@@ -110,7 +115,7 @@ def inject_fault(
     except FileNotFoundError as e:
         raise ConfigError(f"cannot write to {path}: no such file") from e
     where = f"{path} (seq {seq})" if seq >= 0 else str(path)
-    print(f"injected into {where}: {message}")
+    return f"injected into {where}: {message}"
 
 
 async def _inject_nvml(node: str | None, request: dict[str, object], data_dir: Path, nats: str | None) -> str:

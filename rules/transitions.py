@@ -96,15 +96,7 @@ def record_fault(
         del fault.boots[:-MAX_BOOTS]
     if rule.rate:
         rate: Window = attrgetter(rule.rate)(limits)
-        if rule.per_minute:  # count the minutes it was seen in, not how often it was reported
-            minute = ev.time // 60_000_000_000
-            if not fault.window or fault.window[-1][0] // 60_000_000_000 != minute:
-                fault.window.append((ev.time, 1))
-        else:
-            fault.window.append((ev.time, count))
-        horizon = ev.time - rate.window_s * 1_000_000_000
-        fault.window = [w for w in fault.window if w[0] > horizon]
-        seen = sum(n for _, n in fault.window)
+        seen = _in_window(fault, rule, rate, ev.time, count)
         if seen < rate.threshold:
             return []
         reason = f"{reason}: {seen}{' minutes' if rule.per_minute else ''} in {span(rate.window_s)}"
@@ -123,6 +115,19 @@ def record_fault(
     if late and action in REBOOT_CLEARS:
         return []  # a stale fault from a boot already left
     return raise_state(state, ev, component, entity, rule.health or health_of(action), [action], reason, code_key, pci)
+
+
+def _in_window(fault: Fault, rule: FaultRule, rate: Window, time: int, count: int) -> int:
+    """Add an occurrence to the fault's rate window; how many the window holds now."""
+    if rule.per_minute:  # count the minutes it was seen in, not how often it was reported
+        minute = time // 60_000_000_000
+        if not fault.window or fault.window[-1][0] // 60_000_000_000 != minute:
+            fault.window.append((time, 1))
+    else:
+        fault.window.append((time, count))
+    horizon = time - rate.window_s * 1_000_000_000
+    fault.window = [w for w in fault.window if w[0] > horizon]
+    return sum(n for _, n in fault.window)
 
 
 def raise_state(

@@ -34,10 +34,18 @@ def ns(t: dt.datetime) -> int:
 def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int = 0) -> dict[str, Any]:
     start, _, _ = week_bounds(week)
     ws = ns(start)
-    db = store.database
     store.connect()
-    c = store.client
+    for part in (_inventory, _states, _incidents, _metrics):
+        part(store.client, store.database, ws)
+    if bulk_metrics:
+        _bulk_metrics(store, ws, bulk_metrics)
+    if bulk_events:
+        _bulk_events(store, ws, bulk_events)
 
+    return expected(week)
+
+
+def _inventory(c: Any, db: str, ws: int) -> None:
     inventory = []
     for node, model in NODES.items():
         for i in range(8):
@@ -54,6 +62,8 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
                       "CH-node-x", "0000:18:00.0", A100, "", "96.00", "550.90", "12.4"])  # fmt: skip
     c.insert(f"{db}.inventory", inventory, column_names=INVENTORY_COLUMNS)
 
+
+def _states(c: Any, db: str, ws: int) -> None:
     def state(i: int, node: str, t: int, component: str, entity: str, health: str, actions: list[str],
               reason: str) -> list[Any]:  # fmt: skip
         return [f"hs-{i}", t, "c", node, "b", component, entity, health, reason, actions, t, [], "", ""]
@@ -69,6 +79,8 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
         state(8, "node-d", ws + 1 * HOUR, "pci", "0000:17:00.0", "Healthy", [], "PCIe link at full width"),
     ], column_names=HEALTH_COLUMNS)  # fmt: skip
 
+
+def _incidents(c: Any, db: str, ws: int) -> None:
     def incident(key: str, node: str, first: int, code: str, severity: str, count: int, uuid: str,
                  component: str = XID, entity: str = "0000:18:00.0") -> list[Any]:  # fmt: skip
         return [f"inc-{key}", count, first + count, "c", node, "b", component, entity, code, severity, code, count,
@@ -86,17 +98,13 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
     c.insert(f"{db}.incidents", [incident("a1", "node-a", ws + 1 * HOUR, "xid:79", "Fatal", 5, "GPU-node-a-1")],
              column_names=INCIDENT_COLUMNS)  # fmt: skip
 
+
+def _metrics(c: Any, db: str, ws: int) -> None:
     metrics = [[f"mb-{h}", ws + h * HOUR, "c", "node-a", "0000:19:00.0", "GPU-node-a-1", "ecc_sbe_aggregate", float(h)]
                for h in range(168)]  # fmt: skip
     metrics += [[f"mr-{h}", ws + h * HOUR, "c", "node-b", "0000:18:00.0", "GPU-node-b-0", "remapped_rows_pending",
                  1.0 if 48 <= h < 72 else 0.0] for h in range(168)]  # fmt: skip
     c.insert(f"{db}.metrics", metrics, column_names=METRIC_COLUMNS)
-    if bulk_metrics:
-        _bulk_metrics(store, ws, bulk_metrics)
-    if bulk_events:
-        _bulk_events(store, ws, bulk_events)
-
-    return expected(week)
 
 
 def expected(week: str) -> dict[str, Any]:
