@@ -109,7 +109,7 @@ def validate(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check plugin files the way the agent will read them (like `gpud cs FILE`); exit 1 naming the first problem.
+    """Check plugin files the way the agent will read them (like `gpud cs FILE`); exit 64 naming the first problem.
 
     With --run, every check in them runs on this machine, init ones first, and the exit code is the worst
     health (0 Healthy, 2 Unhealthy)."""

@@ -1,9 +1,10 @@
 """gpuctl: the one command people type.
 
-Exit codes: 0 ok (status: all Healthy), 1 an error (status: worst is Degraded),
-2 status: worst is Unhealthy, 3 status: worst is Unknown, 4 no running
-gpuhealth answers. Errors are one line on stderr; ``--debug`` shows the
-traceback.
+Exit codes: 0-3 are verdicts (status, scan, check run: the worst health shown,
+Healthy, Degraded, Unhealthy, Unknown; other commands exit 0 when done); an
+error exits with its own code from sysexits.h (gpuhealth/errors.py: 64 usage,
+68 nothing named so, 69 nothing running, 77 permission denied, …). Errors are
+one line on stderr; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.exceptions import TyperException
 
 from gpuctl import checks, deploy, kernel, read, report, rules, schema, serve
 from gpuctl.options import (
@@ -28,7 +30,7 @@ from gpuctl.options import (
 )
 from gpuctl.read import state_json
 from gpuhealth import client
-from gpuhealth.errors import GpuhealthError, NotRunningError
+from gpuhealth.errors import ConfigError, GpuhealthError, NotFoundError
 from gpuhealth.events import HEALTH_ORDER, HealthState
 
 app = typer.Typer(
@@ -127,9 +129,8 @@ def status(
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
 ) -> None:
-    """Current health per node, component and GPU. Exit 0/1/2/3 = Healthy/Degraded/Unhealthy/Unknown, 4 = no answer.
-
-    With filters, the exit code is the worst of what is shown."""
+    """Current health per node, component and GPU. Exit 0/1/2/3 = Healthy/Degraded/Unhealthy/Unknown: the worst
+    of what is shown; a filter that matches nothing is an error (68), nothing running another (69)."""
 
     async def read() -> tuple[list[HealthState], list[dict[str, Any]]]:
         nc = await client.connect(data_dir_of(data_dir), nats)
@@ -165,14 +166,22 @@ def filter_status(
     """The states and GPUs a filter selects. A GPU is named by UUID, PCI id or index (the index needs --node
     when several nodes report; a node's GPU states are keyed by PCI id)."""
     if node is not None:
+        known = sorted({s.node for s in states} | {g["node"] for g in gpus})
         states = [s for s in states if s.node == node]
         gpus = [g for g in gpus if g["node"] == node]
+        if not states and not gpus:
+            raise NotFoundError(f"no node {node!r} has reported (nodes: {', '.join(known) or 'none yet'})")
     if component is not None:
+        known = sorted({s.component for s in states})
         states = [s for s in states if s.component == component]
+        if not states:
+            raise NotFoundError(f"no state of component {component!r} (components: {', '.join(known) or 'none'})")
     if gpu is not None:
         chosen = [g for g in gpus if gpu in (g["uuid"], g["pci_bus_id"], str(g["index"]))]
         pcis = {(g["node"], g["pci_bus_id"]) for g in chosen}
         states = [s for s in states if s.gpu_uuid == gpu or s.pci_bus_id == gpu or (s.node, s.pci_bus_id) in pcis]
+        if not chosen and not states:
+            raise NotFoundError(f"no GPU {gpu!r} (a GPU is named by its UUID, PCI id or index)")
         gpus = chosen
     return states, gpus
 
@@ -234,18 +243,26 @@ def version(json_out: JsonOpt = False) -> None:
 
 
 def main() -> None:
+    """Run one command. Its exit: 0-3 its verdict (or 0, done), or its error's code (gpuhealth/errors.py)."""
     debug = "--debug" in sys.argv[1:]
     if debug:
         sys.argv.remove("--debug")
     try:
-        app()  # standalone: typer exits with the command's code; our own errors come out here
-    except KeyboardInterrupt:
+        code = app(standalone_mode=False)  # our own exits: click's would give usage errors 2, a verdict
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+    except TyperException as e:  # usage: an unknown command or flag, a value of the wrong type
+        if hasattr(e, "show"):
+            e.show()
+        else:
+            print(f"gpuctl: {e}", file=sys.stderr)
+        sys.exit(ConfigError.exit_code)
     except Exception as e:
         if debug:
             raise
         if isinstance(e, GpuhealthError):
             print(f"gpuctl: {e}", file=sys.stderr)
-            sys.exit(4 if isinstance(e, NotRunningError) else 1)
+            sys.exit(e.exit_code)
         print(f"gpuctl: unexpected error: {e!r} (run with --debug for the traceback)", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(GpuhealthError.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

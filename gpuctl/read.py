@@ -216,7 +216,7 @@ def sql(
     """Run read-only SQL on gpuhealth's ClickHouse store (through the sink that owns it, or --clickhouse).
 
     Tables are gpuhealth's (plain names mean them); SELECT, EXPLAIN, DESCRIBE and SHOW run, inside
-    limits. Anything else is refused before it runs, in one line saying why (exit 1)."""
+    limits. Anything else is refused before it runs, in one line saying why (exit 65)."""
 
     async def run() -> tuple[list[str], list[list[Any]]]:
         async with Reader(data_dir, nats, clickhouse) as r:

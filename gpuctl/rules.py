@@ -31,7 +31,7 @@ def check(
     path: Annotated[Path, typer.Argument(help="a rules file (TOML), e.g. one with [infiniband] down_s = 120")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Validate a rules file and print what it changes from the defaults (exit 1 when it is not valid)."""
+    """Validate a rules file and print what it changes from the defaults (exit 64 when it is not valid)."""
     from rules import limits
 
     changes = limits.check(path)

@@ -16,7 +16,15 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import bus, localauth, subjects
 from gpuhealth.config import read_run_info
-from gpuhealth.errors import ConfigError, NotRunningError, QueryError, QueryRefused
+from gpuhealth.errors import (
+    ConfigError,
+    GpuhealthError,
+    NotFoundError,
+    NotRunningError,
+    PermissionDeniedError,
+    QueryError,
+    QueryRefused,
+)
 from gpuhealth.events import HEALTH_DECODER, HEALTH_ORDER, INVENTORY_DECODER, HealthState, Inventory
 
 
@@ -35,7 +43,7 @@ async def open_client(url: str, credentials: dict[str, str] | None = None) -> NA
     try:
         return await bus.connect(url, "gpuctl", retry_for=2.0, credentials=credentials)
     except ConnectionRefusedError as e:
-        raise ConfigError(str(e)) from None
+        raise PermissionDeniedError(str(e)) from None
     except (TimeoutError, OSError, nats.errors.Error) as e:
         raise NotRunningError(f"no gpuhealth answers at {bus.redact(url)}: {e}") from e
 
@@ -66,7 +74,10 @@ async def ask_agent(node: str, verb: str, body: dict[str, Any], data_dir: Path, 
         await nc.close()
     answer: dict[str, Any] = json.loads(reply.data)
     if "error" in answer:
-        raise ConfigError(f"node {node}: {answer['error']}")
+        # The agent says what kind of refusal it is: an exit code of its own for each (gpuhealth/errors.py).
+        kinds: dict[str, type[GpuhealthError]] = {"not_found": NotFoundError, "forbidden": PermissionDeniedError}
+        error = kinds.get(str(answer.get("code")), ConfigError)
+        raise error(f"node {node}: {answer['error']}")
     return answer
 
 

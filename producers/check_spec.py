@@ -53,6 +53,8 @@ MISSING: Any = object()
 class SpecError(GpuhealthError):
     """A check file that cannot be used: the message names the file, the check and the key."""
 
+    exit_code = 64  # as ConfigError's: what the user gave is wrong
+
 
 @dataclass(frozen=True)
 class JsonPath:

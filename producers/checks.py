@@ -305,7 +305,7 @@ async def serve_requests(nc: NATS, identity: NodeIdentity, runner: CheckRunner) 
         except (msgspec.DecodeError, msgspec.ValidationError) as e:
             body = {"error": f"bad request: {e}"}
         except KeyError as e:
-            body = {"error": str(e.args[0])}
+            body = {"error": str(e.args[0]), "code": "not_found"}
         except Exception as e:  # the asker gets an answer, not a timeout
             log.exception("check request failed")
             body = {"error": f"{type(e).__name__}: {e}"}

@@ -29,7 +29,7 @@ class NvmlInjectRequest(msgspec.Struct):
 
 def apply_nvml_injection(fake: FakeNvml, req: NvmlInjectRequest) -> None:
     if not 0 <= req.gpu < len(fake.gpus):
-        raise ValueError(f"no GPU {req.gpu}: the simulated node has {len(fake.gpus)}")
+        raise LookupError(f"no GPU {req.gpu}: the simulated node has {len(fake.gpus)}")
     actions: dict[str, Callable[[], None]] = {
         "xid": lambda: fake.inject_xid(req.gpu, req.xid),
         "ecc_dbe": lambda: fake.inject_ecc(req.gpu, double_bit=True),
@@ -54,12 +54,17 @@ async def serve_nvml(nc: NATS, identity: NodeIdentity, producer: NvmlProducer, a
     async def handle(msg: Msg) -> None:
         fake = producer.nvml if isinstance(producer.nvml, FakeNvml) else None
         if not allowed or fake is None:
-            why = "this agent simulates no GPUs" if fake is None else "injection is not allowed on this agent"
-            await msg.respond(json.dumps({"error": why}).encode())
+            if fake is None:
+                await msg.respond(b'{"error": "this agent simulates no GPUs", "code": "not_found"}')
+            else:
+                await msg.respond(b'{"error": "injection is not allowed on this agent", "code": "forbidden"}')
             return
         try:
             req = msgspec.json.decode(msg.data, type=NvmlInjectRequest)
             apply_nvml_injection(fake, req)
+        except LookupError as e:
+            await msg.respond(json.dumps({"error": str(e), "code": "not_found"}).encode())
+            return
         except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as e:
             await msg.respond(json.dumps({"error": str(e)}).encode())
             return
@@ -81,7 +86,8 @@ async def serve_kernel(nc: NATS, identity: NodeIdentity, kmsg_path: Path, allowe
 
     async def handle(msg: Msg) -> None:
         if not allowed:
-            await msg.respond(b'{"error": "injection is not allowed on this agent (start it with --allow-inject)"}')
+            why = "injection is not allowed on this agent (start it with --allow-inject)"
+            await msg.respond(json.dumps({"error": why, "code": "forbidden"}).encode())
             return
         try:
             req = msgspec.json.decode(msg.data, type=InjectRequest)

@@ -61,7 +61,7 @@ def test_gpud_example_plugins_run_on_the_agent_and_show_in_status(tmp_path: Path
         assert last == {"install-python": "Healthy", "manual-exit-1": "Unhealthy", "echo-1": "Healthy",
                         "echo-2": "Healthy", "echo-3": "Healthy", "burn-in": None}  # fmt: skip
         r = gpuctl("check", "run", "no-such-check", *d)
-        assert r.returncode == 1 and "no check named no-such-check" in r.stderr
+        assert r.returncode == 68 and "no check named no-such-check" in r.stderr
 
         # A GPU board replaced: its serial changes, the verify checks run, the node follows their result.
         assert gpuctl("inject-fault", "--nvml-replace", "--gpu", "1", *d).returncode == 0

@@ -59,8 +59,16 @@ def test_scan_of_a_clean_log_exits_0(tmp_path: Path) -> None:
 
 def test_errors_are_one_line_without_a_traceback(tmp_path: Path) -> None:
     r = gpuctl("scan", "--dmesg", str(tmp_path / "missing"))
-    assert r.returncode == 1 and r.stderr.startswith("gpuctl: cannot read") and "Traceback" not in r.stderr
+    assert r.returncode == 64 and r.stderr.startswith("gpuctl: cannot read") and "Traceback" not in r.stderr
     r = gpuctl("inject-fault", "--xid", "79", "--kmsg-path", str(tmp_path / "k"))
-    assert r.returncode == 1 and "--pci" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 64 and "--pci" in r.stderr and "Traceback" not in r.stderr
     r = gpuctl("events", "--since", "yesterday", "--data-dir", str(tmp_path))
-    assert r.returncode == 1 and "bad duration" in r.stderr
+    assert r.returncode == 64 and "bad duration" in r.stderr
+
+
+def test_usage_errors_never_exit_with_a_verdict(tmp_path: Path) -> None:
+    """0-3 are health verdicts to Nagios, NHC and Slurm: a mistyped flag or command is 64, not 2 (Unhealthy)."""
+    for argv in (["status", "--nod", "x"], ["statsu"], ["events", "--limit", "many"], ["scan", "--json=yes"]):
+        r = gpuctl(*argv, "--data-dir", str(tmp_path))
+        assert r.returncode == 64 and r.stdout == "", (argv, r.returncode, r.stdout)
+        assert "Traceback" not in r.stderr and r.stderr.strip(), argv

@@ -48,10 +48,10 @@ def test_outputs_match_their_schema(up_stack: Up, tmp_path: Path) -> None:
     assert_shape("version", version)
 
 
-def test_nothing_running_is_exit_4_with_one_line(tmp_path: Path) -> None:
+def test_nothing_running_is_exit_69_with_one_line(tmp_path: Path) -> None:
     for command in (["status"], ["fleet"], ["events"], ["incidents"], ["sql", "SELECT 1"]):
         r = gpuctl(*command, "--data-dir", str(tmp_path / "nothing"))
-        assert r.returncode == 4, (command, r.returncode, r.stderr)
+        assert r.returncode == 69, (command, r.returncode, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, command
 
 

@@ -48,17 +48,17 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_credentials_from_the_url_the_environment_or_options(guarded_nats: int, tmp_path: Path) -> None:
     url = f"nats://127.0.0.1:{guarded_nats}"
     refused = run("status", "--nats", url)
-    assert refused.returncode == 1 and "refused the credentials" in refused.stderr
+    assert refused.returncode == 77 and "refused the credentials" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     wrong = run("status", "--nats", f"nats://ops:wrong-{SECRET}@127.0.0.1:{guarded_nats}")
-    assert wrong.returncode == 1 and SECRET not in wrong.stderr and "***" in wrong.stderr
-    # Accepted: the server answers, and without gpuhealth's buckets provisioned it says so (exit 4).
+    assert wrong.returncode == 77 and SECRET not in wrong.stderr and "***" in wrong.stderr
+    # Accepted: the server answers, and without gpuhealth's buckets provisioned it says so (exit 69).
     for r in (
         run("status", "--nats", f"nats://ops:{SECRET}@127.0.0.1:{guarded_nats}"),
         run("status", "--nats", url, env={"GPUHEALTH_NATS_USER": "ops", "GPUHEALTH_NATS_PASSWORD": SECRET}),
         run("--nats-user", "ops", "status", "--nats", url, env={"GPUHEALTH_NATS_PASSWORD": SECRET}),
     ):
-        assert r.returncode == 4 and "not found" in r.stderr and "refused" not in r.stderr, r.stderr
+        assert r.returncode == 69 and "not found" in r.stderr and "refused" not in r.stderr, r.stderr
         assert SECRET not in r.stderr + r.stdout
 
 
@@ -72,7 +72,7 @@ def test_up_on_a_given_server_uses_the_environments_credentials(
         assert not up.info.embedded_nats and not (up.data_dir / "secrets").exists()
         assert gpuctl("status", "--data-dir", str(up.data_dir)).returncode == 0
         refused = run("status", "--data-dir", str(up.data_dir))  # without the environment's credentials
-        assert refused.returncode == 1 and "refused the credentials" in refused.stderr
+        assert refused.returncode == 77 and "refused the credentials" in refused.stderr
 
 
 def test_auth_options_and_redaction(tmp_path: Path) -> None:

@@ -71,9 +71,9 @@ def test_markdown_and_text_and_clear_errors(store: str) -> None:
     text = report(store)
     assert text.returncode == 0 and "S-MOVER" in text.stdout and "952.0" in text.stdout
     bad = gpuctl("report", "weekly", "--clickhouse", store, "--week", "2026-47")
-    assert bad.returncode == 1 and "ISO form" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 64 and "ISO form" in bad.stderr and "Traceback" not in bad.stderr
     fmt = gpuctl("report", "weekly", "--clickhouse", store, "--format", "pdf")
-    assert fmt.returncode == 1 and "unknown format" in fmt.stderr
+    assert fmt.returncode == 64 and "unknown format" in fmt.stderr
 
 
 def test_inventory_questions(store: str) -> None:

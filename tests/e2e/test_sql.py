@@ -32,14 +32,14 @@ def test_sql_reads_gpuhealth_and_refuses_the_rest_in_one_line(tmp_path: Path) ->
         assert r.returncode == 0 and "events" in r.stdout.split(), r.stderr
         for sql in probes:
             r = gpuctl("sql", sql, "--data-dir", data)
-            assert r.returncode == 1 and r.stdout == "", (sql, r.stdout)
+            assert r.returncode == 65 and r.stdout == "", (sql, r.stdout)
             assert r.stderr.startswith("gpuctl: refused: ") and r.stderr.count("\n") == 1, (sql, r.stderr)
             assert "s3cr3t" not in r.stderr
     store = f"chdb://{up.data_dir / 'clickhouse'}"  # the stack is down: the store read in place
     r = gpuctl("sql", "--clickhouse", store, "--json", "/* plain names */ SELECT count() AS n FROM events")
     assert r.returncode == 0 and isinstance(json.loads(r.stdout)[0]["n"], int), r.stderr
     r = gpuctl("sql", "--clickhouse", store, probes[0])
-    assert r.returncode == 1 and r.stderr.startswith("gpuctl: refused: file reaches outside")
+    assert r.returncode == 65 and r.stderr.startswith("gpuctl: refused: file reaches outside")
     trap.settimeout(0.5)
     try:
         conn, _ = trap.accept()
@@ -50,3 +50,22 @@ def test_sql_reads_gpuhealth_and_refuses_the_rest_in_one_line(tmp_path: Path) ->
     finally:
         trap.close()
     assert not any(p.exists() for p in written)
+
+
+def test_each_answer_belongs_to_its_query_after_a_large_one(tmp_path: Path) -> None:
+    """Issue #20's sequence: a query over far more rows than a reply holds, then small ones; each gets its
+    own answer, at once (once: the previous query's rows, or a 30 s wait and a failure)."""
+    with running(tmp_path) as up:
+        data = str(up.data_dir)
+        big = gpuctl("sql", "SELECT number FROM numbers(100000)", "--data-dir", data, "--json", timeout=60)
+        assert big.returncode == 65 and "100000" not in big.stdout, big.stdout[:200]  # over the 10,000 rows asked
+        assert big.stderr.startswith("gpuctl: ") and big.stderr.count("\n") == 1, big.stderr
+        for word in ("after", "and again", "once more"):
+            r = gpuctl("sql", f"SELECT '{word}' AS w", "--data-dir", data, "--json", timeout=20)
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout) == [{"w": word}]
+        r = gpuctl("sql", "SELECT number FROM numbers(10000) ORDER BY number", "--data-dir", data, "--json")
+        assert r.returncode == 0, r.stderr
+        assert [row["number"] for row in json.loads(r.stdout)] == list(range(10000))
+        r = gpuctl("sql", "SELECT 1 AS one", "--data-dir", data, "--json", timeout=20)
+        assert json.loads(r.stdout) == [{"one": 1}], r.stdout

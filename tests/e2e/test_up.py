@@ -71,14 +71,14 @@ def test_ctrl_c_drains_and_removes_the_run_file(tmp_path: Path) -> None:
     assert up.stop() == 0
     assert read_run_info(tmp_path / "data") is None
     assert "gpuhealth stopped" in up.log.read_text()
-    assert gpuctl("status", "--data-dir", str(tmp_path / "data")).returncode == 4
+    assert gpuctl("status", "--data-dir", str(tmp_path / "data")).returncode == 69
 
 
-def test_status_exits_4_with_nothing_on_stdout_when_nothing_runs(tmp_path: Path) -> None:
+def test_status_exits_69_with_nothing_on_stdout_when_nothing_runs(tmp_path: Path) -> None:
     r = gpuctl("status", "--json", "--data-dir", str(tmp_path))
-    assert r.returncode == 4 and r.stdout == "" and "no running gpuhealth" in r.stderr
+    assert r.returncode == 69 and r.stdout == "" and "no running gpuhealth" in r.stderr
     r = gpuctl("status", "--nats", "nats://127.0.0.1:1")
-    assert r.returncode == 4 and r.stdout == ""
+    assert r.returncode == 69 and r.stdout == ""
 
 
 def test_no_kernel_log_still_starts_and_says_so(tmp_path: Path) -> None:
@@ -208,7 +208,7 @@ def test_simulated_8_gpu_node_and_an_nvml_xid_on_gpu_3(simulated_stack: Up) -> N
 
     wait_for(gpu5_lost, timeout=20)
     r = gpuctl("inject-fault", "--nvml-xid", "48", "--gpu", "9", "--data-dir", data)
-    assert r.returncode == 1 and "no GPU 9" in r.stderr
+    assert r.returncode == 68 and "no GPU 9" in r.stderr
 
 
 def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> None:
@@ -236,7 +236,7 @@ def test_set_healthy_clears_a_hardware_state_and_is_recorded(up_stack: Up) -> No
 
     wait_for(recorded, timeout=20)
     r = gpuctl("set-healthy", "--component", "x", "--reason", " ", "--data-dir", data)
-    assert r.returncode == 1 and "--reason" in r.stderr
+    assert r.returncode == 64 and "--reason" in r.stderr
 
 
 def test_status_filters_and_watch_on_a_simulated_node(simulated_stack: Up) -> None:
@@ -259,8 +259,12 @@ def test_status_filters_and_watch_on_a_simulated_node(simulated_stack: Up) -> No
             assert [g["index"] for g in only["gpus"]] == [2]
         assert gpuctl("status", "--gpu", "1", "--data-dir", data).returncode == 0
         assert gpuctl("status", "--component", "kernel-log", "--data-dir", data).returncode == 0
-        code, none = gpuctl_json("status", "--node", "elsewhere", "--data-dir", data)
-        assert code == 0 and isinstance(none, dict) and none == {"states": [], "gpus": []}
+        # A filter that matches nothing is an error of its own (68), never a verdict: not 0, which reads Healthy.
+        for flags, named in ((["--node", "elsewhere"], "no node 'elsewhere'"), (["--gpu", "99"], "no GPU '99'"),
+                             (["--component", "nope"], "no state of component 'nope'")):  # fmt: skip
+            r = gpuctl("status", *flags, "--json", "--data-dir", data)
+            assert (r.returncode, r.stdout) == (68, ""), (flags, r.returncode, r.stdout[:200])
+            assert r.stderr.startswith(f"gpuctl: {named}") and r.stderr.count("\n") == 1, r.stderr
 
         line = ""
         deadline = time.monotonic() + 20
@@ -295,7 +299,7 @@ def test_sql_answers_read_only_queries_and_inventory_is_stored(simulated_stack: 
                "--data-dir", data)  # fmt: skip
     assert r.returncode == 0 and r.stdout.startswith("name")
     r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
-    assert r.returncode == 1 and "refused: DROP is not a read" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 65 and "refused: DROP is not a read" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_fleet_view_scores_nodes_and_gpus(simulated_stack: Up) -> None:
