@@ -67,6 +67,9 @@ def inject_fault(
         bool, typer.Option("--nvml-replace", help="simulated GPUs: swap the board (new serial)")
     ] = False,
     gpu: Annotated[int, typer.Option("--gpu", help="simulated GPUs: the GPU's index")] = 0,
+    force: Annotated[
+        bool, typer.Option("--force", help="write into a real kernel log (/dev/kmsg) that no running gpuhealth reads")
+    ] = False,
     data_dir: DataDirOpt = None,
     nats: NatsOpt = None,
 ) -> None:
@@ -95,19 +98,27 @@ def inject_fault(
     if node is not None:
         print(asyncio.run(_inject_remote(node, message, prio, data_dir_of(data_dir), nats)))
     else:
-        print(_inject_local(message, prio, kmsg_path, data_dir_of(data_dir)))
+        print(_inject_local(message, prio, kmsg_path, data_dir_of(data_dir), force=force))
 
 
-def _inject_local(message: str, prio: int, kmsg_path: Path | None, data_dir: Path) -> str:
-    """Append the line where this node's agent reads the kernel log (default: gpuctl up's source)."""
+def _inject_local(message: str, prio: int, kmsg_path: Path | None, data_dir: Path, *, force: bool) -> str:
+    """Append the line where this node's agent reads the kernel log (default: gpuctl up's source). Never,
+    unless forced, into a real kernel log (a character device) that no running gpuhealth reads."""
     from producers.kmsg import append_record
 
-    path = kmsg_path
-    if path is None:
-        info = read_run_info(data_dir)
-        if info is not None and not info.allow_inject:
-            raise ConfigError("the running gpuhealth does not accept injections")
-        path = Path(info.kmsg_path) if info is not None else Path("/dev/kmsg")
+    info = read_run_info(data_dir)
+    if info is not None and not info.allow_inject:
+        raise ConfigError("the running gpuhealth does not accept injections")
+    if kmsg_path is None and info is None:
+        raise NotRunningError(
+            f"no running gpuhealth in {data_dir} reads a kernel log: nothing written (start 'gpuctl up', or name "
+            "the file with --kmsg-path)"
+        )
+    path = kmsg_path or Path(info.kmsg_path if info else "")
+    read_here = info is not None and Path(info.kmsg_path) == path
+    if path.is_char_device() and not read_here and not force:
+        # A fake "fallen off the bus" in the machine's real log: anything that reads it may drain this node.
+        raise ConfigError(f"{path} is this machine's kernel log and no running gpuhealth reads it: add --force")
     try:
         seq = append_record(path, message, prio)
     except PermissionError as e:

@@ -72,3 +72,23 @@ def test_usage_errors_never_exit_with_a_verdict(tmp_path: Path) -> None:
         r = gpuctl(*argv, "--data-dir", str(tmp_path))
         assert r.returncode == 64 and r.stdout == "", (argv, r.returncode, r.stdout)
         assert "Traceback" not in r.stderr and r.stderr.strip(), argv
+
+
+def test_inject_fault_never_writes_where_no_gpuhealth_reads_unless_forced(tmp_path: Path) -> None:
+    """With nothing running it once wrote a fake 'Xid 79: fallen off the bus' into the machine's real kernel
+    log and exited 0: any tool reading that log could have drained the node."""
+    nothing = str(tmp_path / "nothing-runs-here")
+    xid = ["inject-fault", "--xid", "79", "--pci", "0000:04:00.0", "--data-dir", nothing]
+    r = gpuctl(*xid)
+    assert r.returncode == 69 and "nothing written" in r.stderr and r.stdout == "", (r.returncode, r.stderr)
+    # A character device is a real kernel log (/dev/kmsg): /dev/null stands in for it here, harmlessly.
+    r = gpuctl(*xid, "--kmsg-path", "/dev/null")
+    assert r.returncode == 64 and "--force" in r.stderr and r.stdout == "", (r.returncode, r.stderr)
+    r = gpuctl(*xid, "--kmsg-path", "/dev/null", "--force")
+    assert r.returncode == 0 and r.stdout.startswith("injected into /dev/null"), r.stderr
+    # A file named on purpose (a test's, a simulation's) is written, and the output says where.
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    r = gpuctl(*xid, "--kmsg-path", str(kmsg))
+    assert r.returncode == 0 and str(kmsg) in r.stdout
+    assert "NVRM: Xid (PCI:0000:04:00): 79" in kmsg.read_text()
