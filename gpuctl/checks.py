@@ -16,7 +16,9 @@ from gpuhealth import client
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import CheckResult
 
-check_app = typer.Typer(help="Custom checks (GPUd plugin specs): run them now, list them, validate a file.",
+check_app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
+    help="Custom checks (GPUd plugin specs): run them now, list them, validate a file.",
                         no_args_is_help=True)  # fmt: skip
 NodeOpt = Annotated[str | None, typer.Option("--node", help="the node whose agent runs them (default: gpuctl up's)")]
 

@@ -15,6 +15,7 @@ from gpuhealth import client
 from gpuhealth.config import read_run_info
 from gpuhealth.errors import ConfigError, NotRunningError
 from gpuhealth.events import KERNEL_PRIORITIES, kernel_priority
+from gpuhealth.text import clip
 
 
 def parse_priority(text: str) -> int:
@@ -238,7 +239,7 @@ def scan(
             actions = f["repair_actions"]
             rows.append((str(f["kind"]), str(code or "-"), str(f["pci_bus_id"] or "-"), str(f["count"]),
                          str(f["severity"] or "-"), str(actions[0]) if isinstance(actions, list) and actions else "-",
-                         str(f["message"])[:90]))  # fmt: skip
+                         clip(str(f["message"]), 90)))  # fmt: skip
         print_table(rows)
         print(f"\nverdict: {worst}" + "".join(f"\n  {s.component} {s.entity}: {s.health}, {s.reason}" for s in states))
     raise typer.Exit({"Healthy": 0, "Degraded": 1, "Unhealthy": 2}.get(worst, 3))

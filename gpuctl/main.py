@@ -32,8 +32,10 @@ from gpuctl.read import state_json
 from gpuhealth import client
 from gpuhealth.errors import ConfigError, GpuhealthError, NotFoundError
 from gpuhealth.events import HEALTH_ORDER, HealthState
+from gpuhealth.text import plural
 
 app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
     name="gpuctl",
     help="gpuhealth: GPU node health from the kernel log, NVML and sysfs, on NATS and ClickHouse.",
     no_args_is_help=True,
@@ -66,9 +68,11 @@ def _connection(
             "--nats-tls-ca", "--tls-ca", envvar="GPUHEALTH_NATS_TLS_CA", help="CA bundle to verify the NATS servers"
         ),
     ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="show an error's traceback (anywhere on the line)")] = False,
 ) -> None:
     """How every command (and the agent it may start) authenticates to NATS: set once, before the command.
-    A token or user:password may also be in the URL; none of it is ever logged."""
+    A token or user:password may also be in the URL; none of it is ever logged. (``--debug`` is taken off
+    the command line by main() before typer sees it: it is here to be listed.)"""
     for name, value in (("CREDS", nats_creds), ("USER", nats_user), ("TLS_CA", nats_tls_ca)):
         if value is not None:
             os.environ[f"GPUHEALTH_NATS_{name}"] = str(value)  # the exec'd agent inherits it
@@ -202,13 +206,16 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show
     counts = {h: sum(s.health == h for s in states) for h in HEALTH_ORDER}
     summary = ", ".join(f"{n} {h}" for h, n in counts.items() if n)
     hidden = len(states) - len(shown)
-    print(f"{len(states)} states on {nodes} node{'s' if nodes != 1 else ''}: {summary or 'none yet'}"
+    print(f"{plural(len(states), 'state')} on {plural(nodes, 'node')}: {summary or 'none yet'}"
           + (f" ({hidden} Healthy not listed: --all)" if hidden else ""))  # fmt: skip
     if gpus and (everything or len(gpus) <= 16):
         print()
         print_table(
-            [("NODE", "GPU", "PCI", "UUID", "NAME")]
-            + [(g["node"], str(g["index"]), g["pci_bus_id"], g["uuid"] or "-", g["name"] or "-") for g in gpus]
+            [("NODE", "GPU", "PCI", "UUID", "SERIAL", "NAME")]
+            + [
+                (g["node"], str(g["index"]), g["pci_bus_id"], g["uuid"] or "-", g["serial"] or "-", g["name"] or "-")
+                for g in gpus
+            ]
         )
     elif gpus:
         print(f"{len(gpus)} GPUs (--all, --node or --gpu to list them)")

@@ -16,6 +16,7 @@ from gpuctl import schema
 from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, data_dir_of, iso, print_table
 from gpuhealth import client, config
 from gpuhealth.events import HealthState
+from gpuhealth.text import clip
 
 
 def state_json(s: HealthState) -> dict[str, Any]:
@@ -156,7 +157,7 @@ def events(
                 o["kind"] or o["type"],
                 str(o["xid"] or o["sxid"] or "-"),
                 o["pci_bus_id"] or "-",
-                o["message"][:100],
+                clip(o["message"], 100),
             )
             for o in objs
         ]
@@ -201,7 +202,7 @@ def incidents(
         return
     header = ("LAST", "NODE", "COMPONENT", "ENTITY", "CODE", "SEVERITY", "COUNT", "FIRST", "REASON")
     fields = ("last", "node", "component", "entity", "code", "severity", "count", "first", "reason")
-    print_table([header] + [tuple(str(o[f])[:80] for f in fields) for o in objs])
+    print_table([header] + [tuple(clip(str(o[f]), 80) for f in fields) for o in objs])
 
 
 def sql(

@@ -15,7 +15,9 @@ import typer
 from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, print_table, progress
 from gpuctl.read import Reader
 
-report_app = typer.Typer(help="Fleet reports from ClickHouse (each section is a .sql file in sinks/queries/).",
+report_app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
+    help="Fleet reports from ClickHouse (each section is a .sql file in sinks/queries/).",
                          no_args_is_help=True)  # fmt: skip
 
 
@@ -54,7 +56,9 @@ def weekly(
         print(f"wrote {out} ({fmt}, week {label})", file=sys.stderr)
 
 
-inventory_app = typer.Typer(help="Where GPUs have been, from inventory snapshots (sinks/queries/inventory/*.sql).",
+inventory_app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
+    help="Where GPUs have been, from inventory snapshots (sinks/queries/inventory/*.sql).",
                             no_args_is_help=True)  # fmt: skip
 SinceDaysOpt = Annotated[int, typer.Option("--since-days", help="only snapshots this recent (0: all)")]
 

@@ -23,7 +23,11 @@ from gpuctl.options import (
 from gpuctl.read import Reader, parse_duration
 from gpuhealth.events import Event
 
-rules_app = typer.Typer(help="The rules' thresholds and windows.", no_args_is_help=True)
+rules_app = typer.Typer(
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
+    help="The rules' thresholds and windows.",
+    no_args_is_help=True,
+)
 
 
 @rules_app.command("check")

@@ -42,7 +42,9 @@ from gpuctl.options import (
 )
 
 serve_app = typer.Typer(
-    help="Run one stage against a NATS server (what systemd units and Kubernetes start).", no_args_is_help=True
+    rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
+    help="Run one stage against a NATS server (what systemd units and Kubernetes start).",
+    no_args_is_help=True,
 )
 
 

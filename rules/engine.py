@@ -43,6 +43,7 @@ from gpuhealth.events import (
     Verification,
     derived_id,
 )
+from gpuhealth.text import clip
 from rules import checks
 from rules.boots import boot_change
 from rules.catalog import APPLICATION_XIDS, Catalog
@@ -296,7 +297,7 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
         # AER, link, IB and EDAC lines are stored; their states come from the sysfs counters, which
         # count every error once (the log may rate-limit or repeat them).
         return []
-    reason = f"{rule.reason}: {ev.message[:160]}" if ev.kind in ("gsp", "fs_readonly") else None
+    reason = f"{rule.reason}: {clip(ev.message, 160)}" if ev.kind in ("gsp", "fs_readonly") else None
     if ev.kind in _NODE_WIDE:
         return record_fault(state, ev, rule, ev.node, lim, late=late, count=ev.count, reason=reason)
     return record_fault(state, ev, rule, pci or "unknown", lim, late=late, pci=pci, count=ev.count, reason=reason)
@@ -318,8 +319,9 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
         reason = f"hardware slowdown ({ev.message})" if ev.message else None
     elif ev.kind == "hung":
         reason = f"NVML {ev.message or 'call'} hung"
-    elif ev.kind != "ecc_sbe" and ev.message:
-        reason = f"{rule.reason}: {ev.message}"
+    elif ev.kind != "ecc_sbe" and ev.message:  # the producer's words, once: not "pending: row remapping pending"
+        said = ev.message.lower().startswith(rule.reason.lower())
+        reason = ev.message if said else f"{rule.reason}: {ev.message}"
     return record_fault(state, ev, rule, entity, catalog.limits, late=late, pci=pci, reason=reason)
 
 

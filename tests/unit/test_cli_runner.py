@@ -44,6 +44,12 @@ def test_help(path: tuple[str, ...], cmd: Any) -> None:
     first_line = (cmd.help or "").strip().splitlines()[0]
     assert first_line, f"gpuctl {' '.join(path)} has no help text"
     assert " ".join(first_line.split()[:4]) in " ".join(r.output.split())
+    assert "<bool>" not in r.output, "a flag is shown as if it took a value"
+
+
+def test_the_top_level_help_lists_debug() -> None:
+    r = runner.invoke(app, ["--help"])
+    assert r.exit_code == 0 and "--debug" in r.output
 
 
 def test_version_and_schemas() -> None:

@@ -213,3 +213,21 @@ def test_the_same_fault_after_a_quiet_window_is_a_new_incident() -> None:
         [kernel("xid", 0, xid=13, pci_bus_id=GPU), kernel("xid", window_min + 1, xid=13, pci_bus_id=GPU)]
     )
     assert len({i.id for i in out}) == 2 and out[-1].count == 1
+
+
+def test_a_reason_says_the_producers_words_once() -> None:
+    """Issue #20: "row remapping pending: row remapping pending: reset the GPU"."""
+    state, _ = run([nvml("remap_pending", message="row remapping pending: reset the GPU")])
+    assert state.states[f"accelerator-nvidia-remapped-rows\x1f{GPU}"].reason == "row remapping pending: reset the GPU"
+    state, _ = run([nvml("gpu_lost", message="nvmlDeviceGetHandleByIndex: GPU is lost")])
+    assert (
+        state.states[f"accelerator-nvidia-gpu\x1f{GPU}"].reason == "GPU lost: nvmlDeviceGetHandleByIndex: GPU is lost"
+    )
+
+
+def test_a_long_kernel_line_in_a_reason_is_cut_between_words() -> None:
+    words = "GSP RPC timeout while waiting for the firmware to answer the driver " * 5
+    state, _ = run([kernel("gsp", message=words)])
+    (cs,) = [s for s in state.states.values() if s.component == COMPONENT_OF_KIND["gsp"]]
+    assert cs.reason.endswith("…") and len(cs.reason) <= len("GSP firmware error: ") + 160
+    assert cs.reason.removesuffix("…").split()[-1] in words.split()
