@@ -82,24 +82,29 @@ def record_fault(
         fault.first, fault.count, fault.updates, fault.published, fault.event_ids = ev.time, 0, 0, 0, []
     fault.count += count
     fault.last = max(fault.last, ev.time)
-    fault.updates += 1
     fault.event_ids = [*fault.event_ids[-7:], ev.id]
     fault.reason, fault.pci_bus_id = reason, pci
     fault.severity = rule.severity or rule.health or (health_of(ladder[0]) if ladder else "Info")
     if fault.severity == "Healthy":
         fault.severity = "Info"
-    if key not in state.touched:
-        state.touched.append(key)
     # The ladder counts boots the node really went through: not one only a late or odd event names.
     if ev.boot_id and ev.boot_id not in fault.boots and (not late or ev.boot_id in state.past_boots):
         fault.boots.append(ev.boot_id)
         del fault.boots[:-MAX_BOOTS]
+    filled = True
     if rule.rate:
         rate: Window = attrgetter(rule.rate)(limits)
         seen = _in_window(fault, rule, rate, ev.time, count)
-        if seen < rate.threshold:
-            return []
+        filled = seen >= rate.threshold
         reason = f"{reason}: {seen}{' minutes' if rule.per_minute else ''} in {span(rate.window_s)}"
+    # An incident says what the state says: a rate's occurrences count from the first, but they are an incident
+    # only once they fill its window (one OOM is no Degraded incident, one port down no "flapping").
+    if filled or fault.updates:
+        fault.updates += 1
+        if key not in state.touched:
+            state.touched.append(key)
+    if not filled:
+        return []
     if not ladder:  # a state to watch, with no repair action
         if rule.health is None:
             return []

@@ -231,3 +231,22 @@ def test_a_long_kernel_line_in_a_reason_is_cut_between_words() -> None:
     (cs,) = [s for s in state.states.values() if s.component == COMPONENT_OF_KIND["gsp"]]
     assert cs.reason.endswith("…") and len(cs.reason) <= len("GSP firmware error: ") + 160
     assert cs.reason.removesuffix("…").split()[-1] in words.split()
+
+
+def test_an_incident_says_no_more_than_the_state_it_caused() -> None:
+    """Issue #20: single OOMs and slowdowns were Degraded/Unhealthy incidents while the node stayed Healthy."""
+    one_oom = incidents_of([kernel("oom", 0)])
+    one_slow_minute = incidents_of([nvml("slowdown", 0, data=1)])
+    assert one_oom == [] and one_slow_minute == []
+    ooms = incidents_of([kernel("oom", m) for m in range(K.oom.threshold)])
+    assert [(i.code, i.severity, i.count) for i in ooms][-1:] == [("oom", "Degraded", K.oom.threshold)]
+    assert len({i.id for i in ooms}) == 1  # every OOM of the window counted in the one incident
+
+
+def test_one_infiniband_port_down_is_one_incident_named_for_what_happened() -> None:
+    """Issue #20: one port going down opened an "ib_flapping" incident, then a second for the same outage."""
+    port = "mlx5_0/1"
+    down = host("ib_port", "infiniband", port, 0, counts={"downs": 1}, ok=False, since=0, message=f"{port} DOWN")
+    still = host("ib_port", "infiniband", port, 5, counts={}, ok=False, since=0, message=f"{port} DOWN")
+    got = incidents_of([down, still])
+    assert {i.code for i in got} == {"ib_port"} and len({i.id for i in got}) == 1, [(i.code, i.reason) for i in got]
