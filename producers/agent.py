@@ -196,6 +196,8 @@ async def run(args: argparse.Namespace) -> int:
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
          lambda: getattr(kernel_log.source, "lost", 0)),
+        ("gpuhealth_agent_kmsg_rewrites", "times a kmsg file was replaced or rewritten and read again from its start",
+         lambda: getattr(kernel_log.source, "rewrites", 0)),
         ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
         ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
         ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
