@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -173,7 +174,10 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio
 async def run(args: argparse.Namespace) -> int:
     identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
     state_dir = (args.data_dir or default_data_dir()) / "agent"
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # read-only, full: the agent runs and publishes, and its own states say what it cannot keep
+        log.error("cannot create %s: %s", state_dir, e)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
     view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
@@ -191,6 +195,7 @@ async def run(args: argparse.Namespace) -> int:
                 view.inventory = INVENTORY_DECODER.decode(payload)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
+    kernel_log.on_change = lambda: show_cursor_state(view, identity, kernel_log)
     for name, doc, read in (
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
@@ -209,6 +214,7 @@ async def run(args: argparse.Namespace) -> int:
     ):  # fmt: skip
         Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
     statuses = [kernel_log.open()]
+    show_cursor_state(view, identity, kernel_log)
     module, load_error = nvml_module(args, identity)
     nvml = NvmlProducer(module, identity, args.sysfs_root, publish, load_error=load_error,
                         poll_interval=args.nvml_poll_interval)  # fmt: skip
@@ -344,6 +350,16 @@ def check_files(args: argparse.Namespace) -> list[Path]:
     return [DEFAULT_CHECKS] if DEFAULT_CHECKS.exists() else []
 
 
+def show_cursor_state(view: api_mod.View, identity: NodeIdentity, kernel_log: KernelLogProducer) -> None:
+    """Whether the kernel log's cursor is saved: one that is not means a restart reads records again."""
+    if kernel_log.cannot_persist:
+        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Degraded",
+                       f"{kernel_log.cannot_persist}; a restart reads the kernel log again from the last saved "
+                       "position")  # fmt: skip
+    else:
+        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Healthy", "cursor saved")
+
+
 def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
     """What went out, for the local API: events and metric batches (a storm is already a few events); the
     inventory is the newest taken, not the newest sent (a replayed spool holds older ones)."""
@@ -398,7 +414,11 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
     gpus = view.inventory.gpus if view.inventory else []
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
                               default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
-    token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
+    try:
+        token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
+    except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused
+        log.error("the local API refuses writes: cannot keep its token in %s: %s", state_dir, e)
+        token = secrets.token_urlsafe(32)
     try:
         server = api_mod.Api(view, actions, args.api_listen, token=token)
     except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
