@@ -264,6 +264,7 @@ async def run(args: argparse.Namespace) -> int:
         task.add_done_callback(background.discard)
 
     connected = asyncio.Event()
+    sent_all = asyncio.Event()  # the stop of the bus side: after the producers' and the outbox's flush
 
     async def bus_side() -> None:
         """The agent without NATS is whole; with it, it listens to its commands and drains the outbox."""
@@ -279,11 +280,12 @@ async def run(args: argparse.Namespace) -> int:
             await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
             await checks.serve_requests(nc, identity, runner)
             connected.set()
-            await outbox.run_connected(js, stop)
+            await outbox.run_connected(js, sent_all)
         finally:
             await bus.shutdown(nc)
 
-    tasks = [asyncio.create_task(supervise("bus", bus_side, stop))]
+    bus_task = asyncio.create_task(supervise("bus", bus_side, sent_all))
+    tasks: list[asyncio.Task[Any]] = []
     try:  # a moment for the usual case; never a wait on the bus
         await asyncio.wait_for(connected.wait(), 2.0)
     except TimeoutError:
@@ -333,12 +335,26 @@ async def run(args: argparse.Namespace) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(t, 10)
+    await stop_bus_side(outbox, bus_task, sent_all, connected)
     kernel_log.source.close()
     nvml.close()
     if api is not None:
         api.close()
     outbox.spool.close()
     return 0
+
+
+async def stop_bus_side(outbox: Outbox, bus_task: asyncio.Task[None], sent_all: asyncio.Event,
+                        connected: asyncio.Event) -> None:  # fmt: skip
+    """What the producers handed over goes out while the bus takes it (a few seconds at most); the rest stays in
+    the spool for the next start. A bus never reached has nothing to drain: its connection attempt is dropped."""
+    if left := await outbox.flush():
+        log.warning("agent stopping: %d events not sent; the spool keeps them for the next start", left)
+    sent_all.set()
+    if not connected.is_set():
+        bus_task.cancel()
+    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(bus_task, 10)
 
 
 DEFAULT_CHECKS = Path("/etc/gpuhealth/checks.yaml")

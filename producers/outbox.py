@@ -33,6 +33,7 @@ log = logging.getLogger("gpuhealth.outbox")
 METRIC_QUEUE = 512  # metric batches held while the bus is away: a minute of a busy 8-GPU node
 BATCH = 1024
 RETRY_PERSIST_S = 5.0  # how often a spool that cannot write is tried again, events or not
+FLUSH_S = 5.0  # on a clean stop, how long the sender may go on with what is not sent yet
 
 
 def is_metric(item: Item) -> bool:
@@ -52,6 +53,7 @@ class Outbox:
         self.unspooled: list[Item] = []
         self._moved = 0  # times ``unspooled`` went into the spool: a batch sent from memory meanwhile is there too
         self._wake = asyncio.Event()
+        self._sent_some = asyncio.Event()  # for ``flush``
 
     @property
     def bus_ok(self) -> bool:
@@ -138,6 +140,23 @@ class Outbox:
             if self.on_sent is not None:
                 self.on_sent(batch or memory or metrics)
             batch = []
+            self._sent_some.set()
+
+    @property
+    def unsent(self) -> int:
+        """Events taken and not acknowledged yet, on disk or in memory."""
+        return self.spool.records + len(self.unspooled)
+
+    async def flush(self, seconds: float = FLUSH_S) -> int:
+        """On a clean stop, before the sender's: wait up to ``seconds`` while it sends what is unsent. Returns
+        what is left: the spool keeps its part for the next start."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        while self.unsent and (left := deadline - loop.time()) > 0:
+            self._sent_some.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._sent_some.wait(), left)
+        return self.unsent
 
     async def _idle(self, stop: asyncio.Event) -> None:
         """Wait for something to send; while the spool cannot write, try it again every few seconds."""
