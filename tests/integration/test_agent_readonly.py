@@ -5,6 +5,7 @@ namespace: the real EROFS, which root's privileges do not get around, and the re
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import subprocess
@@ -20,10 +21,16 @@ from tests.integration.test_agent_outbox import Agent, stored_events, until
 XID = "NVRM: Xid (PCI:0000:04:00): 79, pid=1234, name=train.py, GPU has fallen off the bus."
 
 
+@functools.cache
+def can_unshare_mounts() -> bool:
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("nsenter"):
+        return False
+    return subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=30).returncode == 0
+
+
 def private_mount(data: Path, *, read_only: bool) -> tuple[str, ...]:
     """A command prefix: the agent in a mount namespace of its own, its data dir bind-mounted onto itself."""
-    need(os.geteuid() == 0 and bool(shutil.which("unshare")) and bool(shutil.which("nsenter")),
-         "root with unshare and nsenter (a private read-only bind mount)")  # fmt: skip
+    need(can_unshare_mounts(), "root, unshare and nsenter, and a kernel that lets it make a mount namespace")
     ro = ' && mount -o remount,bind,ro "$0"' if read_only else ""
     return ("unshare", "--mount", "--propagation", "private", "sh", "-c", f'mount --bind "$0" "$0"{ro} && exec "$@"',
             str(data))  # fmt: skip
