@@ -30,6 +30,7 @@ from gpuhealth.events import (
     MetricBatch,
 )
 from sinks.clickhouse import SinkService, Store
+from sinks.rows import MetricIn, metrics_in_block
 
 NOW = time.time_ns() // 10**9 * 10**9  # metrics older than their TTL are dropped as they are inserted
 N = 10
@@ -203,3 +204,24 @@ async def test_a_batch_redelivered_after_its_raw_samples_expired_counts_once_in_
     finally:
         store.client.command(f"DROP DATABASE IF EXISTS {store.database}")
         store.close()
+
+
+async def test_batches_stored_before_the_ledger_existed_are_recognised_after_the_upgrade(
+    nc: NATS, store: Store
+) -> None:
+    # A store of schema v6: its batches are known only by their samples when v7 brings the ledger.
+    db = store.database
+    store.client.command(f"DROP VIEW {db}.metric_batches_mv")
+    store.client.command(f"DROP TABLE {db}.metric_batches")
+    store.client.command(f"ALTER TABLE {db}.schema_migrations DELETE WHERE version = 7 SETTINGS mutations_sync = 1")
+    store.client.raw_insert(
+        f"{db}.metrics_in",
+        list(MetricIn.__struct_fields__),
+        metrics_in_block([metrics(i) for i in range(N)]),
+        fmt="JSONEachRow",
+    )  # as v6 wrote them
+    store.migrate()
+    sink = SinkService(nc, nc.jetstream(), store)
+    await redeliver(sink.handle_metrics, [metrics(i) for i in range(N)])
+    assert count(store, "metrics") == N * 2
+    assert store.client.query(f"SELECT sum(n) FROM {db}.metrics_hourly").result_rows[0][0] == N * 2
