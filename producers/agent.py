@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import secrets
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -172,7 +173,10 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio
 async def run(args: argparse.Namespace) -> int:
     identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
     state_dir = (args.data_dir or default_data_dir()) / "agent"
-    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # read-only, full: the agent runs and publishes, and its own states say what it cannot keep
+        log.error("cannot create %s: %s", state_dir, e)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
     view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
@@ -190,11 +194,14 @@ async def run(args: argparse.Namespace) -> int:
                 view.inventory = INVENTORY_DECODER.decode(payload)
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
+    kernel_log.on_change = lambda: show_cursor_state(view, identity, kernel_log)
     for name, doc, read in (
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
          lambda: getattr(kernel_log.source, "lost", 0)),
+        ("gpuhealth_agent_kmsg_rewrites", "times a kmsg file was replaced or rewritten and read again from its start",
+         lambda: getattr(kernel_log.source, "rewrites", 0)),
         ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
         ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
         ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
@@ -206,6 +213,7 @@ async def run(args: argparse.Namespace) -> int:
     ):  # fmt: skip
         Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
     statuses = [kernel_log.open()]
+    show_cursor_state(view, identity, kernel_log)
     module, load_error = nvml_module(args, identity)
     nvml = NvmlProducer(module, identity, args.sysfs_root, publish, load_error=load_error,
                         poll_interval=args.nvml_poll_interval)  # fmt: skip
@@ -255,6 +263,7 @@ async def run(args: argparse.Namespace) -> int:
         task.add_done_callback(background.discard)
 
     connected = asyncio.Event()
+    sent_all = asyncio.Event()  # the stop of the bus side: after the producers' and the outbox's flush
 
     async def bus_side() -> None:
         """The agent without NATS is whole; with it, it listens to its commands and drains the outbox."""
@@ -270,11 +279,12 @@ async def run(args: argparse.Namespace) -> int:
             await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
             await checks.serve_requests(nc, identity, runner)
             connected.set()
-            await outbox.run_connected(js, stop)
+            await outbox.run_connected(js, sent_all)
         finally:
             await bus.shutdown(nc)
 
-    tasks = [asyncio.create_task(supervise("bus", bus_side, stop))]
+    bus_task = asyncio.create_task(supervise("bus", bus_side, sent_all))
+    tasks: list[asyncio.Task[Any]] = []
     try:  # a moment for the usual case; never a wait on the bus
         await asyncio.wait_for(connected.wait(), 2.0)
     except TimeoutError:
@@ -324,12 +334,26 @@ async def run(args: argparse.Namespace) -> int:
     for t in tasks:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(t, 10)
+    await stop_bus_side(outbox, bus_task, sent_all, connected)
     kernel_log.source.close()
     nvml.close()
     if api is not None:
         api.close()
     outbox.spool.close()
     return 0
+
+
+async def stop_bus_side(outbox: Outbox, bus_task: asyncio.Task[None], sent_all: asyncio.Event,
+                        connected: asyncio.Event) -> None:  # fmt: skip
+    """What the producers handed over goes out while the bus takes it (a few seconds at most); the rest stays in
+    the spool for the next start. A bus never reached has nothing to drain: its connection attempt is dropped."""
+    if left := await outbox.flush():
+        log.warning("agent stopping: %d events not sent; the spool keeps them for the next start", left)
+    sent_all.set()
+    if not connected.is_set():
+        bus_task.cancel()
+    with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(bus_task, 10)
 
 
 DEFAULT_CHECKS = Path("/etc/gpuhealth/checks.yaml")
@@ -339,6 +363,16 @@ def check_files(args: argparse.Namespace) -> list[Path]:
     if args.checks is not None:
         return list(args.checks)
     return [DEFAULT_CHECKS] if DEFAULT_CHECKS.exists() else []
+
+
+def show_cursor_state(view: api_mod.View, identity: NodeIdentity, kernel_log: KernelLogProducer) -> None:
+    """Whether the kernel log's cursor is saved: one that is not means a restart reads records again."""
+    if kernel_log.cannot_persist:
+        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Degraded",
+                       f"{kernel_log.cannot_persist}; a restart reads the kernel log again from the last saved "
+                       "position")  # fmt: skip
+    else:
+        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Healthy", "cursor saved")
 
 
 def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
@@ -395,7 +429,11 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
     gpus = view.inventory.gpus if view.inventory else []
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
                               default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
-    token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
+    try:
+        token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
+    except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused
+        log.error("the local API refuses writes: cannot keep its token in %s: %s", state_dir, e)
+        token = secrets.token_urlsafe(32)
     try:
         server = api_mod.Api(view, actions, args.api_listen, token=token)
     except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so

@@ -242,9 +242,12 @@ class Verifier:
             return None
 
     def _save(self, inventory: Inventory) -> None:
-        tmp = self.baseline.with_suffix(".tmp")
-        tmp.write_bytes(msgspec.json.encode(inventory))
-        os.replace(tmp, self.baseline)
+        try:
+            tmp = self.baseline.with_suffix(".tmp")
+            tmp.write_bytes(msgspec.json.encode(inventory))
+            os.replace(tmp, self.baseline)
+        except OSError as e:  # the data dir read-only or full: the baseline stays where it was, verified again later
+            log.error("cannot save the verified inventory %s: %s", self.baseline, e)
 
     async def inventory_seen(self, inventory: Inventory) -> Verification | None:
         """Verify if the hardware changed: the final Verification, or None when nothing changed."""

@@ -8,6 +8,10 @@ cursor moves only after JetStream acknowledged every event before it, and a
 restart republishes the batch that was in flight (same ids, so JetStream and
 the sink drop what already arrived): a restart neither repeats nor skips a
 line, and storm counts stay exact.
+
+A cursor that cannot be saved (the data dir read-only or full) does not stop the log: records are
+read and published all the same, ``cannot_persist`` says why (a restart would read again from the
+last saved position), and the save is tried again every few seconds until it works.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ Position = int | str  # a kmsg sequence number, a journal cursor
 Item = tuple[str, str, bytes]  # subject, message id, payload
 Publish = Callable[[list[Item]], Awaitable[None]]
 _MAX_I64 = 2**63 - 1  # the wire's (and the store's) Int64 fields
+RETRY_SAVE_S = 5.0  # how often a cursor that could not be saved is tried again, records or not
 
 COMPONENT_OF_KIND = {
     "xid": "accelerator-nvidia-error-xid",
@@ -158,6 +163,8 @@ class KernelLogProducer:
         self._last: Position | None = None
         self._saved: Position | None = None
         self._replay: list[Item] = []
+        self.cannot_persist = ""  # why the cursor could not be saved; "" while it can
+        self.on_change: Callable[[], None] = lambda: None  # ``cannot_persist`` changed
 
     def open(self) -> SourceStatus:
         cursor = load_cursor(self.cursor_path)
@@ -169,6 +176,10 @@ class KernelLogProducer:
         self._saved = self._last
         if cursor is not None:
             self._replay = cursor.unacked  # facts from any boot: published before anything new
+        probe = self.cursor_path.with_suffix(".probe")  # a data dir it cannot write is said at once
+        if self._save(probe, Cursor(self.identity.boot_id, None), durable=False):
+            with contextlib.suppress(OSError):
+                probe.unlink()
         return self._status(True, description)
 
     def _status(self, available: bool, reason: str) -> SourceStatus:
@@ -186,8 +197,10 @@ class KernelLogProducer:
             self._replay = []
             self._commit(self._saved)
         while not stop.is_set():
-            # Storm windows need closing on time; with none open, wait for the source alone.
+            # Storm windows need closing on time; with none open, wait for the source (and retry a failed save).
             timeout = self.storms.window_s / 2 if self.storms.open_windows() else None
+            if self.cannot_persist:
+                timeout = min(timeout or RETRY_SAVE_S, RETRY_SAVE_S)
             records = await self.source.read(stop, timeout=timeout)
             items = self._events_of(records)
             items += [self._event(r, f, n) for (r, f), n in self.storms.expired(time.monotonic())]
@@ -224,17 +237,36 @@ class KernelLogProducer:
     async def _publish_batch(self, items: list[Item], stop: asyncio.Event) -> bool:
         position = self._resume_position()
         if items:
-            save_cursor(self.cursor_path, Cursor(self.identity.boot_id, position, items))
+            self._save(self.cursor_path, Cursor(self.identity.boot_id, position, items))
             if not await bus.publish_until_acked(self.publish, items, stop, what=self.source.name):
                 return False
-        if items or position != self._saved:
+        if items or position != self._saved or self.cannot_persist:
             self._commit(position)
         return True
 
     def _commit(self, position: Position | None) -> None:
         # Not fsynced: losing it only means re-reading records whose events are acknowledged.
-        save_cursor(self.cursor_path, Cursor(self.identity.boot_id, position), durable=False)
-        self._saved = position
+        if self._save(self.cursor_path, Cursor(self.identity.boot_id, position), durable=False):
+            self._saved = position
+
+    def _save(self, path: Path, cursor: Cursor, *, durable: bool = True) -> bool:
+        """Save ``cursor``; False (and why in ``cannot_persist``) when the data dir does not take it."""
+        was = self.cannot_persist
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)  # it may have been impossible at start
+            save_cursor(path, cursor, durable=durable)
+        except OSError as e:
+            self.cannot_persist = f"cannot persist the cursor: {e.strerror or e} ({path.parent})"
+        else:
+            self.cannot_persist = ""
+        if self.cannot_persist != was:
+            if self.cannot_persist:
+                log.error("%s: %s; records are still read and published, a restart reads them again from the "
+                          "last saved position", self.source.name, self.cannot_persist)  # fmt: skip
+            else:
+                log.info("%s: the cursor is saved again", self.source.name)
+            self.on_change()
+        return not self.cannot_persist
 
     def _event(self, rec: LogRecord, found: kernel.KernelLine, count: int) -> Item:
         i = self.identity

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import stat
 import time
@@ -29,7 +30,10 @@ from gpuhealth.errors import SourceError
 from gpuhealth.events import now_ns
 from producers.klog import Cursor, LogRecord, Position, Unusable, wait_readable
 
+log = logging.getLogger("gpuhealth.kmsg")
+
 MAX_RECORD = 16 * 1024  # /dev/kmsg records are < 8 KiB; a longer "line" in a file is garbage
+TAIL = 256  # the bytes before a file's read offset kept to see it rewritten: more than a record's seq and usec
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +94,17 @@ class KmsgSource:
         self._buf = b""
         self._inode = 0
         self._offset = 0
+        self._tail = b""  # the file's last bytes read, which must still be there at the offset
+        self.rewrites = 0  # times the file was replaced, truncated or rewritten: read again from its start
 
     def open(self, resume: Cursor | None = None) -> tuple[str, Position | None]:
         self._open()
         same_boot = resume is not None and resume.boot_id == self.identity.boot_id
         if same_boot and resume is not None and isinstance(resume.position, int):
-            self.skip_through = resume.position
+            # A file whose numbers end below the cursor is not the one the cursor was in: all of it is new.
+            self.skip_through = (
+                resume.position if self.mode != "file" or self._file_last_seq() >= resume.position else -1
+            )
             return self.description(), resume.position
         if resume is None and self.lookback_s is not None:
             now_us = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
@@ -188,7 +197,10 @@ class KmsgSource:
             self._offset += len(chunk)
             if len(chunks) * (1 << 16) > max_records * 256:
                 break
-        return self._split(b"".join(chunks))
+        data = b"".join(chunks)
+        if self.mode == "file":
+            self._tail = (self._tail + data)[-TAIL:]
+        return self._split(data)
 
     def _split(self, data: bytes) -> list[bytes]:
         """Lines → records: a line starting with a space continues the previous record."""
@@ -213,9 +225,23 @@ class KmsgSource:
             return  # gone for now; keep the old handle and look again next time
         if st.st_ino != self._inode:
             os.close(self.fd)
-            self.fd, self._inode, self._offset, self._buf = os.open(self.path, os.O_RDONLY), st.st_ino, 0, b""
-        elif st.st_size < self._offset:
-            self._offset, self._buf = 0, b""  # truncated
+            self.fd, self._inode = os.open(self.path, os.O_RDONLY), st.st_ino
+        # Truncated, or truncated and written again past the offset before this poll: what is before the
+        # offset is not what was read there.
+        elif (
+            st.st_size >= self._offset
+            and os.pread(self.fd, len(self._tail), self._offset - len(self._tail)) == self._tail
+        ):
+            return
+        if self._offset:
+            self.rewrites += 1
+            log.warning("%s was replaced or rewritten: reading it again from its start", self.path)
+        self._offset, self._buf, self._tail = 0, b"", b""
+        self.skip_through, self._last_seq = -1, None  # the numbers of the new content start where they start
+
+    def _file_last_seq(self) -> int:
+        with open(self.path, "rb") as f:
+            return _last_seq(f)
 
     async def _wait_readable(self, stop: asyncio.Event, timeout: float | None) -> None:
         if self.mode == "file":

@@ -84,6 +84,7 @@ class PollState:
     def __init__(self, path: Path | None, boot_id: str, *, restate_s: float = 60.0) -> None:
         self.path = path
         self.restate_ns = int(restate_s * 1e9)
+        self.cannot_persist = False  # the last save failed (logged once)
         saved = self._load()
         if saved.boot_id != boot_id:  # a new boot: counters and conditions start again
             saved = Saved(boot_id=boot_id, extra=saved.extra, unacked=saved.unacked)
@@ -103,9 +104,16 @@ class PollState:
     def save(self) -> None:
         if self.path is None:
             return
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_bytes(msgspec.msgpack.encode(self.saved))
-        os.replace(tmp, self.path)
+        try:
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_bytes(msgspec.msgpack.encode(self.saved))
+            os.replace(tmp, self.path)
+        except OSError as e:  # the data dir read-only or full: polls go on, what is unsent stays in memory
+            if not self.cannot_persist:
+                log.error("cannot save %s: %s; a restart may report counts and conditions again", self.path, e)
+            self.cannot_persist = True
+        else:
+            self.cannot_persist = False
 
     def delta(self, key: str, value: int) -> int:
         """The increase of a counter since its last read (see the module docstring)."""

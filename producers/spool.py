@@ -15,6 +15,10 @@ length or checksum: the segment is cut there, counted, and everything before it 
 Bounded: past ``max_bytes`` an append is refused whole (``SpoolFull``) and counted. What the spool
 holds was promised to a caller, so the newest gives way; its producer keeps it as it does while the
 bus is away (the kernel log's cursor, the pollers' saved state), and re-offers it later.
+
+A directory it cannot write (read-only, full, gone) is a state, not a crash: ``cannot_persist`` says
+why, an append raises the OSError (the outbox then holds the records in memory), an ack goes on in
+memory, and the next append that works clears it.
 """
 
 from __future__ import annotations
@@ -78,17 +82,20 @@ class Spool:
         self.torn = 0  # segments cut at a torn or corrupt record
         self.refused = 0  # records not taken because the spool was full
         self.full = False
-        directory.mkdir(parents=True, exist_ok=True)
+        self.cannot_persist = ""  # why the last write failed; "" while writes work
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._failed(e)
         self.sizes: dict[int, int] = {}
         for path in sorted(directory.glob("*.seg")):
-            with open(path, "r+b") as f:
-                data = f.read()
-                _, end = decode_records(data)
-                if end < len(data):  # a crash mid-append, or a damaged file: keep what checks out
-                    log.error("spool %s: dropping %d bytes after offset %d (torn or corrupt record)",
-                              path.name, len(data) - end, end)  # fmt: skip
-                    f.truncate(end)
-                    self.torn += 1
+            data = path.read_bytes()
+            _, end = decode_records(data)
+            if end < len(data):  # a crash mid-append, or a damaged file: keep what checks out
+                log.error("spool %s: dropping %d bytes after offset %d (torn or corrupt record)",
+                          path.name, len(data) - end, end)  # fmt: skip
+                self._truncate(path, end)
+                self.torn += 1
             self.sizes[int(path.stem)] = end
         self.acked = self._load_acked()
         self._fd = -1  # the segment being appended to: always a new one after a start
@@ -107,6 +114,23 @@ class Spool:
     def bytes(self) -> int:
         return sum(self.sizes.values())
 
+    def _failed(self, e: OSError) -> None:
+        why = f"cannot persist: {e.strerror or e} ({self.dir})"
+        if why != self.cannot_persist:
+            log.error("spool %s: what the agent sees goes to the bus from memory only, lost if it stops", why)
+        self.cannot_persist = why
+
+    def _writable(self) -> None:
+        if self.cannot_persist:
+            log.info("spool %s: writes work again", self.dir)
+        self.cannot_persist = ""
+
+    def _truncate(self, path: Path, end: int) -> None:
+        try:
+            os.truncate(path, end)
+        except OSError as e:  # read-only: the torn tail stays, and is cut again at the next start
+            self._failed(e)
+
     def _load_acked(self) -> Position:
         try:
             seq, offset = (self.dir / ACKED_FILE).read_text().split()
@@ -122,10 +146,12 @@ class Spool:
 
     def _delete(self, seq: int) -> None:
         if seq == self._writing_seq():
-            os.close(self._fd)
-            self._fd = -1
-        self._path(seq).unlink(missing_ok=True)
+            self.close()
         self.sizes.pop(seq, None)
+        try:
+            self._path(seq).unlink(missing_ok=True)
+        except OSError as e:  # forgotten all the same: a start after "acked" passed it deletes it
+            self._failed(e)
 
     def _writing_seq(self) -> int | None:
         return self._writing if self._fd >= 0 else None
@@ -145,17 +171,23 @@ class Spool:
             self.full = True
             raise SpoolFull(f"spool full: {self.bytes} of {self.max_bytes} bytes")
         self.full = False
-        if self._fd < 0 or self.sizes[self._writing] >= self.segment_bytes:
-            self._open_segment()
-        os.write(self._fd, data)
-        # On the event loop: a few milliseconds a batch of events, and the API has threads of its own.
-        os.fsync(self._fd)
+        try:
+            if self._fd < 0 or self.sizes[self._writing] >= self.segment_bytes:
+                self._open_segment()
+            os.write(self._fd, data)
+            # On the event loop: a few milliseconds a batch of events, and the API has threads of its own.
+            os.fsync(self._fd)
+        except OSError as e:
+            self._failed(e)
+            self.close()  # what this write left is cut at the next start; the next append takes a new segment
+            raise
+        self._writable()
         self.sizes[self._writing] += len(data)
         self.records += len(items)
 
     def _open_segment(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
+        self.close()
+        self.dir.mkdir(parents=True, exist_ok=True)  # it may have been impossible at start
         self._writing = max([self._writing, *self.sizes]) + 1
         self._fd = os.open(self._path(self._writing), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         self.sizes[self._writing] = 0
@@ -193,9 +225,25 @@ class Spool:
             self.acked = (seq + 1, 0)
             self._writing = max(self._writing, seq)
         self.read_at = max(self.read_at, self.acked)
+        try:
+            self._save_acked()
+        except OSError as e:  # known in memory: not sent again by this run; a restart may (same ids)
+            self._failed(e)
+
+    def _save_acked(self) -> None:
         tmp = self.dir / (ACKED_FILE + ".tmp")
         tmp.write_text(f"{self.acked[0]} {self.acked[1]}\n")
         tmp.replace(self.dir / ACKED_FILE)
+
+    def probe(self) -> None:
+        """Whether the directory takes writes again, with nothing to append: raises the OSError while not."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._save_acked()
+        except OSError as e:
+            self._failed(e)
+            raise
+        self._writable()
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -182,7 +182,8 @@ class Store:
         fresh = list({b.id: b for b in batches if b.values}.values())
         if not fresh:
             return 0
-        stored = self._stored_ids("metrics", "batch_id", [b.id for b in fresh], [b.time for b in fresh])
+        # By the ledger of batch ids, not the samples: those go with the TTL, and the rollup keeps their sums.
+        stored = self._stored_ids("metric_batches", "batch_id", [b.id for b in fresh], [b.time for b in fresh])
         fresh = [b for b in fresh if b.id not in stored]
         if fresh:
             self.client.raw_insert(f"{self.database}.metrics_in", list(MetricIn.__struct_fields__),

@@ -259,3 +259,24 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS gpuhealth.metrics_in_mv ON CLUSTER gpuhea
 SELECT batch_id, fromUnixTimestamp64Nano(time_ns) AS time, cluster, node, entity, gpu_uuid, name, value
 FROM gpuhealth.metrics_in_local
 ARRAY JOIN names AS name, values AS value;
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metric_batches_local ON CLUSTER gpuhealth
+(
+    batch_id  String,
+    time      DateTime64(9, 'UTC'),
+    received  DateTime('UTC') DEFAULT now()
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/gpuhealth/metric_batches_local', '{replica}')
+PARTITION BY toYYYYMMDD(received)
+ORDER BY (time, batch_id)
+TTL received + INTERVAL 14 DAY;
+
+CREATE TABLE IF NOT EXISTS gpuhealth.metric_batches ON CLUSTER gpuhealth AS gpuhealth.metric_batches_local
+ENGINE = Distributed(gpuhealth, gpuhealth, metric_batches_local, rand());
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS gpuhealth.metric_batches_mv ON CLUSTER gpuhealth TO gpuhealth.metric_batches_local AS
+SELECT batch_id, fromUnixTimestamp64Nano(time_ns) AS time
+FROM gpuhealth.metrics_in_local;
+
+INSERT INTO gpuhealth.metric_batches (batch_id, time)
+SELECT DISTINCT batch_id, time FROM gpuhealth.metrics WHERE time > now() - INTERVAL 14 DAY;

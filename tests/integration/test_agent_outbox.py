@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,7 @@ from nats.js import JetStreamContext
 
 from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity
-from gpuhealth.events import EVENT_DECODER, Event, NvmlEvent, SetHealthy
+from gpuhealth.events import EVENT_DECODER, Event, NvmlEvent, SetHealthy, encode, new_id, now_ns
 from gpuhealth.natsd import EmbeddedNats
 from producers.fake_nvml import FakeNvml
 from producers.nvml import NvmlProducer
@@ -35,8 +36,8 @@ def free_port() -> int:
 class Agent:
     """``python -m producers.agent`` on a simulated node, its kernel log a file, its NATS maybe nowhere."""
 
-    def __init__(self, tmp: Path, nats_url: str, *extra: str) -> None:
-        self.tmp, self.url, self.extra = tmp, nats_url, extra
+    def __init__(self, tmp: Path, nats_url: str, *extra: str, wrap: tuple[str, ...] = ()) -> None:
+        self.tmp, self.url, self.extra, self.wrap = tmp, nats_url, extra, wrap  # wrap: a command that execs the rest
         (tmp / "kmsg").touch()
         self.proc: subprocess.Popen[bytes] | None = None
         self.sources: dict[str, str] = {}
@@ -45,7 +46,7 @@ class Agent:
         read_fd, write_fd = os.pipe()
         with (self.tmp / "agent.log").open("ab") as log:  # the child keeps its own descriptor
             self.proc = subprocess.Popen(  # noqa: ASYNC220
-                [sys.executable, "-m", "producers.agent", "--nats", self.url, "--node", "node-1", "--simulate-gpus",
+                [*self.wrap, sys.executable, "-m", "producers.agent", "--nats", self.url, "--node", "node-1", "--simulate-gpus",
                  "1", "--kmsg-path", str(self.tmp / "kmsg"), "--data-dir", str(self.tmp / "data"), "--sysfs-root",
                  str(self.tmp / "nosys"), "--api-listen", "127.0.0.1:0", "--ready-fd", str(write_fd), *self.extra],
                 pass_fds=(write_fd,), stdout=log, stderr=log,
@@ -225,4 +226,57 @@ async def test_nvml_faults_seen_with_the_bus_down_reach_the_stream_after_a_crash
     await sender
     kinds = [(e.kind, e.xid) for e in await stored_events(js) if isinstance(e, NvmlEvent)]
     assert kinds == [("xid", 79), ("ecc_dbe", None)]
+    await nc.close()
+
+
+def operator_said(identity: NodeIdentity, reason: str) -> tuple[str, str, bytes]:
+    e = SetHealthy(id=new_id(), time=now_ns(), cluster=identity.cluster, node=identity.node, source="api",
+                   component="operator", target_component="memory", user="test", reason=reason)  # fmt: skip
+    return subjects.event_subject(identity.node, "api"), e.id, encode(e)
+
+
+async def test_events_the_spool_cannot_write_go_from_memory_and_into_the_spool_once_it_writes(
+    tmp_path: Path, nats_url: str, identity: NodeIdentity
+) -> None:
+    # A file where the spool's directory should be: every write fails, as on a read-only or full data dir.
+    where = tmp_path / "spool"
+    where.write_bytes(b"")
+    outbox = Outbox(Spool(where))
+    assert outbox.spool.cannot_persist.startswith("cannot persist: File exists")
+    await outbox.publish([operator_said(identity, "a")])  # taken, in memory
+    assert len(outbox.unspooled) == 1
+    nc = await bus.connect(nats_url, "test", retry_for=10)
+    js = nc.jetstream()
+    await bus.provision(js)
+
+    async def reasons() -> list[str]:
+        return [e.reason for e in await stored_events(js) if isinstance(e, SetHealthy)]
+
+    sender = asyncio.create_task(outbox.run_connected(js, stop := asyncio.Event()))
+    async with asyncio.timeout(20):
+        while not outbox.sent:
+            await asyncio.sleep(0.05)
+    assert outbox.unspooled == []
+    where.unlink()  # writable again: the sender's retry finds it with nothing to write
+    async with asyncio.timeout(20):
+        while outbox.spool.cannot_persist:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await sender
+    shutil.rmtree(where)
+    where.write_bytes(b"")
+    await outbox.publish([operator_said(identity, "b")])
+    assert len(outbox.unspooled) == 1 and outbox.spool.records == 0
+    where.unlink()
+    await outbox.publish([])  # the next publish (or the sender's retry) moves what memory holds to disk
+    assert (outbox.unspooled, outbox.spool.records, outbox.spool.cannot_persist) == ([], 1, "")
+    outbox.spool.close()
+    restarted = Outbox(Spool(where))  # and so it survives a restart
+    sender = asyncio.create_task(restarted.run_connected(js, stop := asyncio.Event()))
+    async with asyncio.timeout(20):
+        while restarted.spool.records:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await sender
+    assert sorted(await reasons()) == ["a", "b"]
     await nc.close()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -27,9 +30,11 @@ from gpuhealth.events import (
     MetricBatch,
 )
 from sinks.clickhouse import SinkService, Store
+from sinks.rows import MetricIn, metrics_in_block
 
 NOW = time.time_ns() // 10**9 * 10**9  # metrics older than their TTL are dropped as they are inserted
 N = 10
+DAY_NS = 86_400 * 10**9
 
 
 def health(i: int) -> HealthState:
@@ -176,3 +181,47 @@ async def test_a_message_dead_lettered_twice_is_one_letter(nc: NATS, store: Stor
     await sink.handle_dlq(published[:1])
     await sink.handle_dlq(published)
     assert count(store, "dead_letters") == 1
+
+
+@pytest.mark.parametrize("age_days", [0, 3])
+async def test_a_batch_redelivered_after_its_raw_samples_expired_counts_once_in_the_hourly_rollup(
+    nc: NATS, chdb_path: Path, age_days: int
+) -> None:
+    # The finding: a batch is recognised by its raw samples, which the metrics TTL drops (at once, for a batch
+    # older than the TTL when it comes: a node's clock behind, a long outage), while the hourly rollup keeps
+    # what every insert fed it. Redelivered, such a batch was counted again there.
+    store = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}", metrics_ttl_days=1)
+    store.connect()
+    try:
+        sink = SinkService(nc, nc.jetstream(), store)
+        old = [msgspec.structs.replace(metrics(i), time=NOW - age_days * DAY_NS + i) for i in range(N)]
+        await redeliver(sink.handle_metrics, old)
+        store.client.command(f"OPTIMIZE TABLE {store.database}.metrics FINAL")  # the TTL applied, as merges do
+        await redeliver(sink.handle_metrics, old)
+        rolled_up = store.client.query(f"SELECT sum(n) FROM {store.database}.metrics_hourly").result_rows[0][0]
+        assert rolled_up == N * 2  # two values a batch
+        assert count(store, "metrics") == (N * 2 if age_days == 0 else 0)
+    finally:
+        store.client.command(f"DROP DATABASE IF EXISTS {store.database}")
+        store.close()
+
+
+async def test_batches_stored_before_the_ledger_existed_are_recognised_after_the_upgrade(
+    nc: NATS, store: Store
+) -> None:
+    # A store of schema v6: its batches are known only by their samples when v7 brings the ledger.
+    db = store.database
+    store.client.command(f"DROP VIEW {db}.metric_batches_mv")
+    store.client.command(f"DROP TABLE {db}.metric_batches")
+    store.client.command(f"ALTER TABLE {db}.schema_migrations DELETE WHERE version = 7 SETTINGS mutations_sync = 1")
+    store.client.raw_insert(
+        f"{db}.metrics_in",
+        list(MetricIn.__struct_fields__),
+        metrics_in_block([metrics(i) for i in range(N)]),
+        fmt="JSONEachRow",
+    )  # as v6 wrote them
+    store.migrate()
+    sink = SinkService(nc, nc.jetstream(), store)
+    await redeliver(sink.handle_metrics, [metrics(i) for i in range(N)])
+    assert count(store, "metrics") == N * 2
+    assert store.client.query(f"SELECT sum(n) FROM {db}.metrics_hourly").result_rows[0][0] == N * 2

@@ -57,9 +57,11 @@ def test_the_validator_refuses_a_misspelt_field() -> None:
 def test_the_kustomization_names_files_that_exist_or_that_nats_config_writes() -> None:
     k = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     assert {r for r in k["resources"]} == {p.name for p in MANIFESTS}
-    generated = re.compile(r"^(nats/(nats-\d\.conf|auth\.conf|secrets/(rules|sink)\.password)|clickhouse\.password)$")
+    generated = re.compile(
+        r"^(nats/(nats-\d\.conf|auth\.conf|fleet\.env|secrets/(rules|sink)\.password)|clickhouse\.password)$"
+    )
     for gen in k["configMapGenerator"] + k["secretGenerator"]:
-        for entry in gen["files"]:
+        for entry in gen.get("files", []) + gen.get("envs", []):
             path = entry.split("=", 1)[-1]
             assert (K8S / path).is_file() or generated.match(path), path
 
@@ -499,3 +501,20 @@ def test_nats_config_sizes_the_streams_and_each_servers_store_for_its_nodes(tmp_
     assert "max_file_store: 9001423680 }" in (out / "nats-1.conf").read_text()
     check = subprocess.run([find_binary(), "-t", "-c", str(out / "nats-1.conf")], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+def test_the_rules_and_the_sink_size_the_streams_for_the_fleet_nats_config_wrote() -> None:
+    # The finding: the servers' stores were sized for the fleet (nats-config), but the rules and sink pods and
+    # compose services were not told its size, so they created every stream with one node's bounds (64 MiB).
+    k = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    (fleet,) = [g for g in k["configMapGenerator"] if g["name"] == "gpuhealth-fleet"]
+    assert fleet["envs"] == ["nats/fleet.env"]  # where `gpuctl nats-config --out deploy/k8s/nats` writes it
+    for name in ("rules", "sink"):
+        (c,) = [c for doc in documents(K8S / f"{name}.yaml") for c in doc["spec"]["template"]["spec"]["containers"]]
+        assert {"configMapRef": {"name": "gpuhealth-fleet"}} in c["envFrom"], name
+        svc = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"][name]
+        assert svc["env_file"] == ["./compose/nats/fleet.env"], name  # `--out deploy/compose/nats`, as its header says
+    code = "\n".join(p.read_text() for p in SOURCES)
+    for var in ("GPUHEALTH_FLEET_NODES", "GPUHEALTH_FLEET_GPUS", "GPUHEALTH_FLEET_POLL_INTERVAL",
+                "GPUHEALTH_METRICS_BUFFER_HOURS"):  # fmt: skip
+        assert f'envvar="{var}"' in code, var

@@ -174,3 +174,35 @@ def test_garbage_files_never_raise_out_of_the_reader(chunks: list[bytes]) -> Non
         asyncio.run(drain())
         producer.source.close()
         assert producer.records_read + producer.unusable <= content.count(b"\n")
+
+
+async def test_a_file_rewritten_past_the_old_offset_is_read_from_its_start(
+    tmp_path: Path, identity: NodeIdentity
+) -> None:
+    # The finding: truncated and rewritten faster than the reader polls, the new file grew past the old
+    # offset and the reader went on from there: 20 of 60 new lines were lost, and nothing said so.
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"".join(f"6,{i},{i},-;old line {i}\n".encode() for i in range(1, 41)))
+    src = KmsgSource(path, identity, poll_interval=0.01)
+    src.open()
+    assert len(await _read_all(src, 40)) == 40
+    path.write_bytes(b"".join(f"6,{i},{1000 + i},-;new line {i:02}\n".encode() for i in range(1, 61)))
+    got = await src.read(asyncio.Event(), timeout=1)
+    assert [r.message for r in got if not isinstance(r, Unusable)] == [f"new line {i:02}" for i in range(1, 61)]
+    assert src.rewrites == 1
+    # The rewritten file then grows as files do: only the new record comes, nothing of it twice.
+    append_record(path, "appended", 3)
+    got = await src.read(asyncio.Event(), timeout=1)
+    assert [(r.seq, r.message) for r in got if not isinstance(r, Unusable)] == [(61, "appended")]
+    src.close()
+
+
+async def test_a_file_rewritten_while_the_agent_was_away_is_read_whole(tmp_path: Path, identity: NodeIdentity) -> None:
+    # The cursor says "after 40" of the old file; the new file's numbers start again: none of them is old.
+    path = tmp_path / "kmsg"
+    path.write_bytes(b"".join(f"6,{i},{i},-;new line {i}\n".encode() for i in range(1, 11)))
+    src = KmsgSource(path, identity)
+    src.open(Cursor(identity.boot_id, 40))
+    got = await src.read(asyncio.Event(), timeout=1)
+    assert [r.seq for r in got if not isinstance(r, Unusable)] == list(range(1, 11))
+    src.close()
