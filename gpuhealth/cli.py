@@ -251,3 +251,7 @@ def main() -> None:
             sys.exit(4 if isinstance(e, NotRunningError) else 1)
         print(f"gpuctl: unexpected error: {e!r} (run with --debug for the traceback)", file=sys.stderr)
         sys.exit(1)
+
+
+if __name__ == "__main__":  # python -m gpuhealth.cli: how gpuctl up starts its rules and sink
+    main()

@@ -6,6 +6,7 @@
     ├── PermissionDeniedError    this user may not read the running stack's data dir
     │   (also a PermissionError)
     ├── EmbeddedServerError      the embedded nats-server could not start
+    ├── PrivilegeError           a stage of gpuctl up could not become its service user
     ├── QueryError               the sink refused or failed a read-only query
     │   └── QueryRefused         the query path's gate refused it before it ran (not a read of gpuhealth's tables)
     └── SourceError              a producer cannot open its source
@@ -35,6 +36,10 @@ class PermissionDeniedError(GpuhealthError, PermissionError):
 
 
 class EmbeddedServerError(GpuhealthError):
+    pass
+
+
+class PrivilegeError(GpuhealthError):
     pass
 
 

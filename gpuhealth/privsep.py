@@ -1,0 +1,156 @@
+"""``gpuctl up``'s rules service and sink as an unprivileged user.
+
+``up`` runs as root for its agent (/dev/kmsg, NVML); the rules service and the sink need no privilege.
+Where up can (it is root with CAP_SETUID, CAP_SETGID and CAP_CHOWN, and the service user exists:
+``--service-user``, by default ``gpuhealth``), each runs in a child process of its own as that user,
+which up restarts when it dies; elsewhere both run inside up, as root, and one warning says so.
+
+The design: up execs each child as root (``gpuctl serve rules|sink --as-user U --ready-fd N``). The
+child reads what root gives it (its NATS password, the rules file, a ClickHouse password), imports
+every module it will run, and only then drops: setgroups([]), setgid, setuid, checked in every thread.
+Importing first is what works where the service user may not read the interpreter (pyenv under a 0700
+/root; /opt/gpuhealth/venv in production may be read, and nothing changes). The other design, a fork
+server that imports, drops and forks each child, fails on chDB: importing it starts a dozen engine
+threads, and a process forked from there has the engine's pools without their threads.
+
+What the user gets: ``<data>/clickhouse``, given to it at every start (an older run's root-owned store
+included), and the right to enter, not list, the data dir to reach it (0710 to its group, or 0750 where
+the data dir's ``gpuhealth`` group is the user's own). No secret file: the child read its own as root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+import pwd
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuhealth.errors import PrivilegeError
+from gpuhealth.natsd import die_with_parent
+
+log = logging.getLogger("gpuhealth.privsep")
+
+DEFAULT_USER = "gpuhealth"
+CREATE_USER = "useradd --system --user-group --no-create-home --shell /usr/sbin/nologin gpuhealth"
+# What dropping and giving the store take (linux/capability.h numbers): a unit's bounding set may leave them out.
+NEEDED_CAPS = {"CAP_CHOWN": 0, "CAP_SETGID": 6, "CAP_SETUID": 7}
+
+
+@dataclass(frozen=True)
+class ServiceUser:
+    name: str
+    uid: int
+    gid: int
+
+
+def lookup(name: str) -> ServiceUser | None:
+    try:
+        pw = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return ServiceUser(name, pw.pw_uid, pw.pw_gid)
+
+
+def effective_caps(status: str) -> int:
+    """The CapEff mask in a /proc/<pid>/status text."""
+    line = next(x for x in status.splitlines() if x.startswith("CapEff:"))
+    return int(line.split()[1], 16)
+
+
+def why_not(name: str | None, *, caps: int, data_gid: int | None, needs_dir: bool) -> ServiceUser | str:
+    """The user to drop to, or why up keeps the rules and the sink as root (with what would let it drop)."""
+    wanted = name or DEFAULT_USER
+    if wanted == "root":
+        return "--service-user root"
+    user = lookup(wanted)
+    if user is None:
+        return f"no user {wanted!r} (create it: {CREATE_USER})"
+    if user.uid == 0:
+        return f"{wanted!r} is root"
+    missing = [c for c, bit in NEEDED_CAPS.items() if not caps >> bit & 1]
+    if missing:
+        return f"up may not drop to {wanted!r} without {', '.join(missing)} (the unit's CapabilityBoundingSet)"
+    if needs_dir and data_gid is not None and data_gid != user.gid:
+        return f"{wanted!r} is not in the data dir's group, so it cannot reach the embedded store"
+    return user
+
+
+def service_user(name: str | None, *, data_gid: int | None, needs_dir: bool) -> ServiceUser | None:
+    """Who the rules and the sink run as, if not up's own user; says once when root keeps them."""
+    if os.geteuid() != 0:
+        return None  # up's own user, as unprivileged as they get
+    found = why_not(name, caps=effective_caps(Path("/proc/self/status").read_text()), data_gid=data_gid,
+                    needs_dir=needs_dir)  # fmt: skip
+    if isinstance(found, str):
+        log.warning("the rules service and the sink run as root, inside up: %s", found)
+        return None
+    return found
+
+
+def give_store(data_dir: Path, store: Path, user: ServiceUser, data_gid: int | None) -> None:
+    """The embedded store becomes the user's, and the data dir its to enter (not to list) on the way."""
+    if data_gid is None:  # root's alone: the user's group gets to pass through it
+        os.chown(data_dir, -1, user.gid)
+        os.chmod(data_dir, 0o710)
+    store.mkdir(exist_ok=True)
+    os.chown(store, user.uid, user.gid)
+    for top, dirs, files in os.walk(store):  # an older run's files were root's
+        for name in dirs + files:
+            os.lchown(os.path.join(top, name), user.uid, user.gid)
+
+
+def drop(user: ServiceUser, preload: Iterable[str]) -> None:
+    """Become ``user`` for good, having imported what it may not read (``preload``: modules run later)."""
+    for module in ("ctypes", *preload):  # ctypes: die_with_parent's, after the drop
+        importlib.import_module(module)
+    parent = os.getppid()
+    os.setgroups([])
+    os.setgid(user.gid)
+    os.setuid(user.uid)
+    wrong = _still_privileged(user)
+    if wrong:
+        raise PrivilegeError(f"could not become {user.name} ({user.uid}:{user.gid}): {wrong}")
+    die_with_parent()  # the kernel forgot it when the credentials changed
+    if os.getppid() != parent:
+        raise PrivilegeError("gpuctl up exited while this stage started")
+
+
+def _still_privileged(user: ServiceUser) -> str:
+    if os.getresuid() != (user.uid,) * 3 or os.getresgid() != (user.gid,) * 3 or os.getgroups():
+        return f"uids {os.getresuid()}, gids {os.getresgid()}, groups {os.getgroups()}"
+    # chDB's engine threads: setuid reaches them through glibc, and this says it did.
+    want = {"Uid": f"{user.uid}\t" * 4, "Gid": f"{user.gid}\t" * 4, "Groups": ""}
+    for task in Path("/proc/self/task").iterdir():
+        fields = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines())
+        if any(fields[k].strip() != v.strip() for k, v in want.items()):
+            return f"thread {task.name} kept other credentials"
+    return ""
+
+
+class Ready:
+    """A child's side of ``--ready-fd``: one JSON line, once: ready, or why it could not start."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd
+        self.asked = fd is not None  # by up: a child of its own
+
+    def say(self, **what: object) -> None:
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(what) + "\n")
+
+    @contextlib.contextmanager
+    def or_why(self) -> Iterator[None]:
+        """Whatever stops the child before it is ready is the one line up fails with."""
+        try:
+            yield
+        except Exception as e:
+            self.say(error=str(e) or repr(e))
+            raise
