@@ -170,3 +170,32 @@ def test_without_a_service_user_both_run_inside_up_as_before_and_it_says_so_once
         assert len(warnings) == 1 and "no user 'no-such-user' (create it: useradd" in warnings[0]
         inject(up, 0x04)
         wait_for(lambda: xid_events(up) == (1, 1), timeout=20)
+
+
+def test_a_store_an_older_run_left_to_root_is_given_to_the_service_user_and_kept(reachable: Path) -> None:
+    kmsg = reachable / "kmsg"
+    kmsg.touch()
+    data = reachable / "data"
+    up = start_up(data, kmsg, "--service-user", "root")  # as before: the sink inside up, its files root's
+    try:
+        assert "run as root, inside up: --service-user root" in up.log.read_text()
+        inject(up, 0x01)
+        wait_for(lambda: xid_events(up) == (1, 1), timeout=20)
+    finally:
+        assert up.stop() == 0
+    assert (data / "clickhouse").stat().st_uid == 0
+    up = start_up(data, kmsg, *AS_NOBODY)
+    try:
+        owners = {p.lstat().st_uid for p in [data / "clickhouse", *(data / "clickhouse").rglob("*")]}
+        assert owners == {NOBODY}
+        inject(up, 0x02)
+        wait_for(lambda: xid_events(up) == (2, 2), timeout=20)
+        children = psutil.Process(up.proc.pid).children()
+        up.proc.send_signal(signal.SIGTERM)  # up alone, as systemd stops it: it stops its children, which drain
+        assert up.proc.wait(timeout=60) == 0
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert alive == []
+        log = up.log.read_text()
+        assert "gpuhealth stopped" in log and "unexpected error" not in log and "restarting" not in log
+    finally:
+        up.stop()
