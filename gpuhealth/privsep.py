@@ -5,17 +5,22 @@ Where up can (it is root with CAP_SETUID, CAP_SETGID and CAP_CHOWN, and the serv
 ``--service-user``, by default ``gpuhealth``), each runs in a child process of its own as that user,
 which up restarts when it dies; elsewhere both run inside up, as root, and one warning says so.
 
-The design: up execs each child as root (``gpuctl serve rules|sink --as-user U --ready-fd N``). The
-child reads what root gives it (its NATS password, the rules file, a ClickHouse password), imports
-every module it will run, and only then drops: setgroups([]), setgid, setuid, checked in every thread.
-Importing first is what works where the service user may not read the interpreter (pyenv under a 0700
-/root; /opt/gpuhealth/venv in production may be read, and nothing changes). The other design, a fork
-server that imports, drops and forks each child, fails on chDB: importing it starts a dozen engine
-threads, and a process forked from there has the engine's pools without their threads.
+The design: up starts each child as it starts the agent, exec'd as root (``gpuctl serve rules|sink
+--as-user U --ready-fd N``), so up is its parent and supervises it directly: readiness on a pipe, its exit
+from the kernel, SIGTERM to stop it, PR_SET_PDEATHSIG to end it with up (set again after the drop, which
+clears it). The child reads what root gives it (its NATS password, the rules file, a ClickHouse password),
+imports what it will run from the interpreter's own library, and only then drops: setgroups([]), setgid,
+setuid, checked in every thread. Importing first is what works where the service user may not read the
+interpreter (pyenv under a 0700 /root here); the venv's packages it may read (/opt/gpuhealth/venv), and
+chDB it imports only once dropped: the engine reads its capabilities once, and with root's it renices a
+query's threads to 19 and aborts when it may not set them back to 0, so a dropped sink's reads run at its
+own priority. A fork server (import, drop, fork each child on request) would need a protocol to relay
+requests and exits, and a process that never started a thread to fork from.
 
 What the user gets: ``<data>/clickhouse``, given to it at every start (an older run's root-owned store
 included), and the right to enter, not list, the data dir to reach it (0710 to its group, or 0750 where
-the data dir's ``gpuhealth`` group is the user's own). No secret file: the child read its own as root.
+the data dir's ``gpuhealth`` group is the user's own). The rest there is closed to it by its own modes, or
+holds no secret (the agent's state, nats-server's log). No secret file: the child read its own as root.
 """
 
 from __future__ import annotations
