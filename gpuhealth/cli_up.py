@@ -104,12 +104,10 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
 
 
 # What the rules and the sink import only when they first need it, imported as root before the drop: their user
-# may not read the interpreter's files (gpuhealth/privsep.py). Not chDB itself, which the sink imports from the
-# venv once dropped: the engine reads its capabilities once, and as root's would renice the reads' threads
-# (sinks/reads.py) to 19 and abort when it may not set them back to 0. Its reads then run unreniced.
+# may not read the interpreter's files (gpuhealth/privsep.py).
 RULES_MODULES = ("encodings.idna",)
-SINK_MODULES = (*RULES_MODULES, "importlib.readers", "clickhouse_connect", "clickhouse_connect.driver.exceptions",
-                "sqlglot", "sqlglot.dialects.clickhouse", "xml.etree.ElementTree")  # fmt: skip
+SINK_MODULES = (*RULES_MODULES, "importlib.readers", "chdb", "clickhouse_connect",
+                "clickhouse_connect.driver.exceptions", "sqlglot", "sqlglot.dialects.clickhouse")  # fmt: skip
 
 
 NOT_ASKED = privsep.Ready(None)  # a unit's service: no one waits on it but systemd

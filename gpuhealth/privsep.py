@@ -11,11 +11,11 @@ from the kernel, SIGTERM to stop it, PR_SET_PDEATHSIG to end it with up (set aga
 clears it). The child reads what root gives it (its NATS password, the rules file, a ClickHouse password),
 imports what it will run from the interpreter's own library, and only then drops: setgroups([]), setgid,
 setuid, checked in every thread. Importing first is what works where the service user may not read the
-interpreter (pyenv under a 0700 /root here); the venv's packages it may read (/opt/gpuhealth/venv), and
-chDB it imports only once dropped: the engine reads its capabilities once, and with root's it renices a
-query's threads to 19 and aborts when it may not set them back to 0, so a dropped sink's reads run at its
-own priority (bench/query_isolation.py, one run each on 2 cores: ingestion during the heaviest query 0.46 of
-its rate alone, against 0.80 reniced as root; keeping CAP_SYS_NICE would restore it). A fork server (import,
+interpreter (pyenv under a 0700 /root here). chDB reads its capabilities once, when imported: with root's
+it renices a query's threads to 19 and aborts when, dropped, it may not set them back to 0, so the child
+first gives up CAP_SYS_NICE and a dropped sink's reads run at its own priority (bench/query_isolation.py,
+one run each on 2 cores: ingestion during the heaviest query 0.46 of its rate alone, against 0.80 reniced
+as root). A fork server (import,
 drop, fork each child on request) would need a protocol to relay requests and exits, and a process that
 never started a thread to fork from.
 
@@ -28,6 +28,7 @@ holds no secret (the agent's state, nats-server's log). No secret file: the chil
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import json
 import logging
@@ -46,6 +47,19 @@ DEFAULT_USER = "gpuhealth"
 CREATE_USER = "useradd --system --user-group --no-create-home --shell /usr/sbin/nologin gpuhealth"
 # What dropping and giving the store take (linux/capability.h numbers): a unit's bounding set may leave them out.
 NEEDED_CAPS = {"CAP_CHOWN": 0, "CAP_SETGID": 6, "CAP_SETUID": 7}
+CAP_SYS_NICE = 23
+_CAP_VERSION_3 = 0x20080522  # capget/capset's 64-bit layout: two of _CapData
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 @dataclass(frozen=True)
@@ -113,7 +127,8 @@ def give_store(data_dir: Path, store: Path, user: ServiceUser, data_gid: int | N
 
 def drop(user: ServiceUser, preload: Iterable[str]) -> None:
     """Become ``user`` for good, having imported what it may not read (``preload``: modules run later)."""
-    for module in ("ctypes", *preload):  # ctypes: die_with_parent's, after the drop
+    _forgo(CAP_SYS_NICE)  # before chDB is imported: see the module docstring
+    for module in preload:
         importlib.import_module(module)
     parent = os.getppid()
     os.setgroups([])
@@ -125,6 +140,19 @@ def drop(user: ServiceUser, preload: Iterable[str]) -> None:
     die_with_parent()  # the kernel forgot it when the credentials changed
     if os.getppid() != parent:
         raise PrivilegeError("gpuctl up exited while this stage started")
+
+
+def _forgo(cap: int) -> None:
+    """Take ``cap`` out of this thread's effective set (lowering needs no privilege), before any other thread."""
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if _libc.capget(ctypes.byref(header), data) != 0 or not _cleared(header, data, cap):
+        raise PrivilegeError(f"cannot give up capability {cap}: {os.strerror(ctypes.get_errno())}")
+
+
+def _cleared(header: _CapHeader, data: ctypes.Array[_CapData], cap: int) -> bool:
+    data[cap // 32].effective &= ~(1 << cap % 32)
+    return bool(_libc.capset(ctypes.byref(header), data) == 0)
 
 
 def _still_privileged(user: ServiceUser) -> str:
