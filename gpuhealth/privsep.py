@@ -13,11 +13,10 @@ imports what it will run from the interpreter's own library, and only then drops
 setuid, checked in every thread. Importing first is what works where the service user may not read the
 interpreter (pyenv under a 0700 /root here). chDB reads its capabilities once, when imported: with root's
 it renices a query's threads to 19 and aborts when, dropped, it may not set them back to 0, so the child
-first gives up CAP_SYS_NICE and a dropped sink's reads run at its own priority (bench/query_isolation.py,
-one run each on 2 cores: ingestion during the heaviest query 0.46 of its rate alone, against 0.80 reniced
-as root). A fork server (import,
-drop, fork each child on request) would need a protocol to relay requests and exits, and a process that
-never started a thread to fork from.
+first gives up CAP_SYS_NICE, and a dropped sink's reads run at its own priority (bench/query_isolation.py
+on 2 cores: ingestion during the heaviest query 0.36 and 0.46 of its rate alone in two runs, against 0.80
+reniced as root in one). A fork server (import, drop, fork each child on request) would need a protocol to
+relay requests and exits, and a process that never started a thread to fork from.
 
 What the user gets: ``<data>/clickhouse``, given to it at every start (an older run's root-owned store
 included), and the right to enter, not list, the data dir to reach it (0710 to its group, or 0750 where
