@@ -44,7 +44,7 @@ from gpuhealth.cli_options import (
 
 ServiceUserOpt = Annotated[
     str | None,
-    typer.Option("--service-user", help="run as root, run the rules and the sink as this user "
+    typer.Option("--service-user", help="up run as root runs the rules and the sink as this user "
                  "(default: gpuhealth, where it exists; root: inside up, as root)"),
 ]  # fmt: skip
 # gpuctl up's, for the rules and the sink it runs as its service user (gpuhealth/privsep.py).
