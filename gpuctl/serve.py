@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from gpuctl import privsep
 from gpuctl.options import (
     ApiListenOpt,
     ChecksOpt,
@@ -40,6 +41,15 @@ from gpuctl.options import (
     data_dir_of,
     fleet_of,
 )
+
+ServiceUserOpt = Annotated[
+    str | None,
+    typer.Option("--service-user", help="up run as root runs the rules and the sink as this user "
+                 "(default: gpuhealth, where it exists; root: inside up, as root)"),
+]  # fmt: skip
+# gpuctl up's, for the rules and the sink it runs as its service user (gpuctl/privsep.py).
+AsUserOpt = Annotated[str | None, typer.Option("--as-user", hidden=True, help="become this user once set up")]
+ReadyFdOpt = Annotated[int | None, typer.Option("--ready-fd", hidden=True, help="one JSON line here when serving")]
 
 serve_app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
@@ -87,6 +97,7 @@ def up(
     rules_file: RulesFileOpt = None,
     api_listen: ApiListenOpt = "127.0.0.1:15132",
     checks: ChecksOpt = None,
+    service_user: ServiceUserOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuctl.up import UpOptions, run_up
@@ -114,6 +125,7 @@ def up(
         rules_file=rules_file,
         api_listen=api_listen,
         checks=checks,
+        service_user=service_user,
     )
     raise typer.Exit(asyncio.run(run_up(opts)))
 
@@ -177,6 +189,8 @@ def serve_rules(
     fleet_gpus: FleetGpusOpt = 8,
     fleet_poll: FleetPollOpt = 10.0,
     metrics_buffer: MetricsBufferOpt = 6.0,
+    as_user: AsUserOpt = None,
+    ready_fd: ReadyFdOpt = None,
 ) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuctl.up import serve_rules as run
@@ -184,8 +198,11 @@ def serve_rules(
     log_to_stderr()
     metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
-    raise typer.Exit(asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
-                                     replicas=replicas, fleet=fleet)))  # fmt: skip
+    ready = privsep.Ready(ready_fd)
+    with ready.or_why():
+        code = asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
+                               replicas=replicas, fleet=fleet, as_user=as_user, ready=ready))  # fmt: skip
+    raise typer.Exit(code)
 
 
 @serve_app.command("sink")
@@ -201,6 +218,8 @@ def serve_sink(
     fleet_gpus: FleetGpusOpt = 8,
     fleet_poll: FleetPollOpt = 10.0,
     metrics_buffer: MetricsBufferOpt = 6.0,
+    as_user: AsUserOpt = None,
+    ready_fd: ReadyFdOpt = None,
 ) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
     from gpuctl.up import serve_sink as run
@@ -210,4 +229,7 @@ def serve_sink(
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
     metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
-    raise typer.Exit(asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet)))
+    ready = privsep.Ready(ready_fd)
+    with ready.or_why():
+        code = asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet, as_user, ready))
+    raise typer.Exit(code)

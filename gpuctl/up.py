@@ -1,12 +1,14 @@
 """Running the stages: ``gpuctl up`` (all of them on one node) and ``gpuctl serve …``.
 
-``up`` starts the embedded nats-server (unless given ``--nats``), runs the rules
-and sink services in this process, starts the agent in its own process, and
-only when the agent says every source is open writes ``run.json`` into the
-data dir for the other commands to find it. Its own server takes only its own
-identities (gpuhealth/localauth.py): the rules, the sink and the agent each
-connect as themselves, gpuctl as the operator; on a server given with
-``--nats``, every stage uses the environment's credentials.
+``up`` starts the embedded nats-server (unless given ``--nats``), the rules
+and sink services, and the agent in its own process, and only when each says
+it is ready writes ``run.json`` into the data dir for the other commands to
+find it. Run as root, it runs the rules and the sink each in a process of
+their own as its service user (gpuctl/privsep.py), or in its own process
+where it cannot. Its own server takes only its own identities
+(gpuhealth/localauth.py): the rules, the sink and the agent each connect as
+themselves, gpuctl as the operator; on a server given with ``--nats``, every
+stage uses the environment's credentials.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from nats.aio.client import Client as NATS
+
+from gpuctl import privsep
 from gpuhealth import bus, localauth, natsconf, sd, sizing
 from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
@@ -27,6 +32,7 @@ from gpuhealth.events import now_ns
 from gpuhealth.natsd import EmbeddedNats, die_with_parent
 from rules import limits as limits_mod
 from rules.service import RulesService
+from sinks import target as target_mod
 from sinks.clickhouse import SinkService, Store, chdb_dsn
 
 log = logging.getLogger("gpuhealth.up")
@@ -55,6 +61,7 @@ class UpOptions:
     clickhouse_password_file: Path | None = None
     metrics_ttl_days: int | None = None
     checks: list[Path] | None = None
+    service_user: str | None = None
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -97,10 +104,43 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
     return argv
 
 
-class Agent:
-    """The agent child process; restarted if it dies while we run."""
+# What the rules and the sink import only when they first need it, imported as root before the drop: their user
+# may not read the interpreter's files (gpuctl/privsep.py).
+RULES_MODULES = ("encodings.idna",)
+SINK_MODULES = (*RULES_MODULES, "importlib.readers", "chdb", "clickhouse_connect",
+                "clickhouse_connect.driver.exceptions", "sqlglot", "sqlglot.dialects.clickhouse")  # fmt: skip
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+
+NOT_ASKED = privsep.Ready(None)  # a unit's service: no one waits on it but systemd
+
+
+def stage_argv(stage: str, nats_url: str, o: UpOptions, user: privsep.ServiceUser, here: sizing.Fleet) -> list[str]:
+    """``gpuctl serve rules|sink`` as up's child: root until it has read its inputs, then ``user``."""
+    argv = [sys.executable, "-m", "gpuctl", "serve", stage, "--nats", nats_url, "--as-user", user.name,
+            "--fleet-nodes", "1", "--fleet-gpus", str(here.gpus_per_node),
+            "--fleet-poll-interval", str(here.poll_interval_s)]  # fmt: skip
+    if stage == "rules" and o.rules_file is not None:
+        argv += ["--rules", str(o.rules_file)]
+    if stage == "sink":
+        argv += ["--clickhouse", o.clickhouse or chdb_dsn(o.data_dir)]
+        if o.clickhouse_password_file is not None:
+            argv += ["--clickhouse-password-file", str(o.clickhouse_password_file)]
+        if o.metrics_ttl_days is not None:
+            argv += ["--metrics-ttl-days", str(o.metrics_ttl_days)]
+    return argv
+
+
+def stage_env(o: UpOptions, user: str) -> dict[str, str]:
+    """A child's environment: its own identity on up's server; never up's systemd socket (only up notifies)."""
+    env = localauth.child_env(o.data_dir, user, os.environ) if o.nats_url is None else dict(os.environ)
+    return {k: v for k, v in env.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")}
+
+
+class Child:
+    """A stage in its own process (the agent; the rules and the sink as the service user); restarted if it dies."""
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.name = name
         self.argv = argv
         self.env = env  # its identity (a password file) when the server is up's own
         self.proc: asyncio.subprocess.Process | None = None
@@ -125,10 +165,10 @@ class Agent:
                 line = await asyncio.wait_for(loop.run_in_executor(None, ready.readline), timeout)
             except TimeoutError:
                 line = b""
-        if not line:
+        result: dict[str, object] = json.loads(line) if line else {}
+        if not result.get("ready"):
             await self.stop()
-            raise GpuhealthError("the agent exited before it was ready; see its log above")
-        result: dict[str, object] = json.loads(line)
+            raise GpuhealthError(f"the {self.name} could not start: {result.get('error', 'see its log above')}")
         return result
 
     async def stop(self, timeout: float = 15.0) -> None:
@@ -149,6 +189,7 @@ async def run_up(o: UpOptions) -> int:
     if existing is not None and _alive(existing.pid):
         raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
     identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
+    user = privsep.service_user(o.service_user, data_gid=gid, needs_dir=o.clickhouse is None)
     stop = bus.stop_on_signals()
     # One node: the metrics bound counts its GPUs at its poll interval.
     here = sizing.Fleet(1, o.simulate_gpus if o.simulate_gpus is not None else 8, o.nvml_poll_interval or 10.0)
@@ -165,21 +206,22 @@ async def run_up(o: UpOptions) -> int:
         url = await nats.start()
     else:
         url = o.nats_url
-    store = Store(o.clickhouse or chdb_dsn(o.data_dir), password_file=o.clickhouse_password_file,
-                  metrics_ttl_days=o.metrics_ttl_days)  # fmt: skip
-    agent: Agent | None = None
-    tasks: list[asyncio.Task[None]] = []
-    connections = []
+    dsn = o.clickhouse or chdb_dsn(o.data_dir)
+    target = target_mod.parse(dsn, password_file=o.clickhouse_password_file)
+    children: list[Child] = []
+    inside = Inside()
     try:
-        rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
-        connections.append(rules_nc)
-        sink_nc = await bus.connect(url, "gpuhealth-up-sink", retry_for=30, credentials=creds["sink"])
-        connections.append(sink_nc)
-        await bus.provision(rules_nc.jetstream(), limits=bounds(here))
-        await store.run(store.connect)
-        tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
-        tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
-        agent = Agent(agent_argv(url, o, allow_inject=True), env=agent_env)
+        if user is None:
+            await inside.start(url, creds, Store(dsn, password_file=o.clickhouse_password_file,
+                                                 metrics_ttl_days=o.metrics_ttl_days), limits, here, stop)  # fmt: skip
+        else:
+            if o.clickhouse is None:
+                privsep.give_store(o.data_dir, Path(target.path), user, gid)
+            for stage in ("rules", "sink"):  # the rules first: they make the streams the sink reads
+                children.append(Child(stage, stage_argv(stage, url, o, user, here), env=stage_env(o, stage)))
+                await children[-1].start()
+        agent = Child("agent", agent_argv(url, o, allow_inject=True), env=agent_env)
+        children.insert(0, agent)  # stopped first: what it sent is then drained by the rest
         ready = await agent.start()
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
         info = RunInfo(
@@ -190,42 +232,67 @@ async def run_up(o: UpOptions) -> int:
             kmsg_path=str(o.kmsg_path),
             allow_inject=True,
             started_ns=now_ns(),
-            clickhouse=store.target.redacted(),
+            clickhouse=target.redacted(),
             sources=sources,
             embedded_nats=nats is not None,
         )
         write_run_info(o.data_dir, info, gid)
         print(f"gpuhealth up on node {identity.node}", flush=True)
         print(f"  nats:       {url}{' (embedded)' if nats else ''}", flush=True)
-        print(f"  clickhouse: {store.target.redacted()}", flush=True)
+        print(f"  clickhouse: {target.redacted()}", flush=True)
         print(f"  data dir:   {o.data_dir}", flush=True)
         for name, state in sources.items():
             print(f"  source {name}: {state}", flush=True)
         print("ready: Ctrl-C to stop", flush=True)
         sd.ready(f"node {identity.node}: {len(sources)} sources")
         if sd.watchdog_interval() is not None:  # a task that ends at once would read as a service that died
-            tasks.append(asyncio.create_task(sd.watchdog(stop)))
-        await _watch(agent, stop, tasks)
+            inside.tasks.append(asyncio.create_task(sd.watchdog(stop)))
+        await _watch(children, stop, inside.tasks)
     finally:
         stop.set()
         remove_run_info(o.data_dir, os.getpid())
-        if agent is not None:
-            await agent.stop()
-        for t in tasks:
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(t, 15)
-        for nc in connections:
-            with contextlib.suppress(Exception):
-                await bus.shutdown(nc)
-        await asyncio.get_running_loop().run_in_executor(None, store.close)
+        for child in children:
+            await child.stop()
+        await inside.stop()
         if nats is not None:
             await nats.stop()
     print("gpuhealth stopped", flush=True)
     return 0
 
 
-async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
-    """Until stopped: restart the agent if it dies; fail loudly if a service dies."""
+class Inside:
+    """The rules and the sink in up's own process, as root: where there is no service user to drop to."""
+
+    def __init__(self) -> None:
+        self.tasks: list[asyncio.Task[None]] = []
+        self.connections: list[NATS] = []
+        self.store: Store | None = None
+
+    async def start(self, url: str, creds: dict[str, dict[str, str] | None], store: Store, limits: limits_mod.Limits,
+                    here: sizing.Fleet, stop: asyncio.Event) -> None:  # fmt: skip
+        self.store = store
+        rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
+        self.connections.append(rules_nc)
+        sink_nc = await bus.connect(url, "gpuhealth-up-sink", retry_for=30, credentials=creds["sink"])
+        self.connections.append(sink_nc)
+        await bus.provision(rules_nc.jetstream(), limits=bounds(here))
+        await store.run(store.connect)
+        self.tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
+        self.tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
+
+    async def stop(self) -> None:
+        for t in self.tasks:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(t, 15)
+        for nc in self.connections:
+            with contextlib.suppress(Exception):
+                await bus.shutdown(nc)
+        if self.store is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.store.close)
+
+
+async def _watch(children: list[Child], stop: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Until stopped: restart a child that dies; fail loudly if a service inside up dies."""
     while not stop.is_set():
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(stop.wait(), 1.0)
@@ -233,9 +300,10 @@ async def _watch(agent: Agent, stop: asyncio.Event, tasks: list[asyncio.Task[Non
             if t.done() and not stop.is_set():
                 exc = t.exception()
                 raise GpuhealthError(f"a service stopped unexpectedly: {exc!r}")
-        if agent.proc is not None and agent.proc.returncode is not None and not stop.is_set():
-            log.warning("agent exited with %s; restarting it", agent.proc.returncode)
-            await agent.start()
+        for child in children:
+            if child.proc is not None and child.proc.returncode is not None and not stop.is_set():
+                log.warning("%s exited with %s; restarting it", child.name, child.proc.returncode)
+                await child.start()
 
 
 def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
@@ -264,14 +332,17 @@ def _alive(pid: int) -> bool:
 
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
-                      replicas: int = 1, fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
+                      replicas: int = 1, fleet: sizing.Fleet | None = None, as_user: str | None = None,
+                      ready: privsep.Ready = NOT_ASKED) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
+    credentials = _become(as_user, RULES_MODULES)
     stop = bus.stop_on_signals()
-    nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}")
+    nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}", credentials=credentials)
     js = nc.jetstream()
     await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     service = RulesService(js, instance=instance, instances=instances, limits=limits)
     await service.start()
+    ready.say(ready=True)
     sd.ready(f"rules instance {instance} of {instances}")
     await asyncio.gather(service.run(stop), sd.watchdog(stop))
     sd.stopping()
@@ -280,14 +351,20 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 
 
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
-                     metrics_ttl_days: int | None = None, replicas: int = 1,
-                     fleet: sizing.Fleet | None = None) -> int:  # fmt: skip
+                     metrics_ttl_days: int | None = None, replicas: int = 1, fleet: sizing.Fleet | None = None,
+                     as_user: str | None = None, ready: privsep.Ready = NOT_ASKED) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
+    credentials = _become(as_user, SINK_MODULES)
     stop = bus.stop_on_signals()
-    nc = await bus.connect(nats_url, "gpuhealth-sink")
+    nc = await bus.connect(nats_url, "gpuhealth-sink", credentials=credentials)
     js = nc.jetstream()
-    await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
+    if not ready.asked:
+        await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
+    else:  # up's child: up's rules sized the streams to fill its server's store, which a second resize overflows
+        await bus.provision(js, missing_only=True)
+        await store.run(store.connect)  # serving is with its store open (a unit's sink waits for a server)
+        ready.say(ready=True)
     sd.ready(f"sink to {store.target.redacted()}")
     try:
         await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))
@@ -296,6 +373,18 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
         await bus.shutdown(nc)
         await asyncio.get_running_loop().run_in_executor(None, store.close)
     return 0
+
+
+def _become(user: str | None, modules: tuple[str, ...]) -> dict[str, object]:
+    """The environment's NATS credentials, read while still root (its files may be root's); then, given a
+    user, become it for good."""
+    credentials = bus.auth_options()
+    if user is not None:
+        found = privsep.lookup(user)
+        if found is None:
+            raise ConfigError(f"no user {user!r} to run as")
+        privsep.drop(found, modules)
+    return credentials
 
 
 async def run_simulation(nats_url: str, *, nodes: int, gpus: int, fault_rate: float, interval: float,

@@ -7,6 +7,7 @@
     ├── PermissionDeniedError    77  this user may not read the stack's data dir, or NATS refused the credentials
     │   (also a PermissionError)
     ├── EmbeddedServerError      71  the embedded nats-server could not start
+    ├── PrivilegeError           77  a stage of gpuctl up could not become its service user
     ├── QueryError               65  the sink refused or failed a read-only query
     │   └── QueryRefused             the query path's gate refused it before it ran (not a read of gpuhealth's tables)
     └── SourceError              71  a producer cannot open its source
@@ -46,6 +47,10 @@ class PermissionDeniedError(GpuhealthError, PermissionError):
 
 class EmbeddedServerError(GpuhealthError):
     exit_code = 71  # EX_OSERR
+
+
+class PrivilegeError(GpuhealthError):
+    exit_code = 77  # EX_NOPERM
 
 
 class QueryError(GpuhealthError):

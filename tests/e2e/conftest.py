@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -112,6 +114,23 @@ def running(tmp_path: Path, *extra: str) -> Iterator[Up]:
         yield up
     finally:
         up.stop()
+
+
+@pytest.fixture
+def reachable() -> Iterator[Path]:
+    """A directory every user may enter (pytest's own is 0700): only the data dir's modes keep nobody out."""
+    with reachable_dir() as base:
+        yield base
+
+
+@contextlib.contextmanager
+def reachable_dir() -> Iterator[Path]:
+    base = Path(tempfile.mkdtemp(prefix="gpuhealth-e2e-"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

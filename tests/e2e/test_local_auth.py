@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,17 +78,6 @@ def as_nobody(code: str, *argv: str, gid: int = NOBODY) -> subprocess.CompletedP
         timeout=60,
         cwd="/",
     )
-
-
-@pytest.fixture
-def reachable() -> Iterator[Path]:
-    """A directory every user may enter (pytest's own is 0700): only the data dir's modes keep nobody out."""
-    base = Path(tempfile.mkdtemp(prefix="gpuhealth-auth-"))
-    base.chmod(0o755)
-    try:
-        yield base
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture
