@@ -157,7 +157,7 @@ def test_a_stage_that_cannot_start_fails_up_with_its_reason_in_one_line(tmp_path
     """pytest's own tmp dir is root's 0700: nobody cannot reach a store inside it."""
     kmsg = tmp_path / "kmsg"
     kmsg.touch()
-    with pytest.raises(AssertionError, match="exited with 1") as failed:
+    with pytest.raises(AssertionError, match="exited with 70") as failed:  # gpuhealth failed (errors.py)
         start_up(tmp_path / "data", kmsg, *AS_NOBODY)
     last = str(failed.value).strip().splitlines()[-1]
     assert last.startswith("gpuctl: the sink could not start: ") and "Permission denied" in last, last
