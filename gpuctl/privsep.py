@@ -11,11 +11,14 @@ from the kernel, SIGTERM to stop it, PR_SET_PDEATHSIG to end it with up (set aga
 clears it). The child reads what root gives it (its NATS password, the rules file, a ClickHouse password),
 imports what it will run from the interpreter's own library, and only then drops: setgroups([]), setgid,
 setuid, checked in every thread. Importing first is what works where the service user may not read the
-interpreter (pyenv under a 0700 /root here). chDB reads its capabilities once, when imported: with root's
-it renices a query's threads to 19 and aborts when, dropped, it may not set them back to 0, so the child
-first gives up CAP_SYS_NICE, and a dropped sink's reads run at its own priority (bench/query_isolation.py
-on 2 cores: ingestion during the heaviest query 0.36 and 0.46 of its rate alone in two runs, against 0.80
-reniced as root in one). A fork server (import, drop, fork each child on request) would need a protocol to
+interpreter (pyenv under a 0700 /root here). chDB is the exception: it reads its capabilities once, when
+imported, and starts its engine's threads then; with CAP_SYS_NICE it renices a query's threads to 19 and sets
+them back to 0 after, which a thread without it may not do (the engine aborts). So the sink imports the
+standard library's modules chDB needs as root, drops keeping CAP_SYS_NICE alone (PR_SET_KEEPCAPS, then capset,
+in its only thread), and imports chDB after: every thread of the engine holds that capability and no other,
+and a query costs ingestion what the scheduler gives a nice-19 thread (bench/query_isolation.py on 2 cores:
+ingestion during the heaviest query 0.36 and 0.46 of its rate alone without the renice, 0.8 to 1.0 with it).
+A fork server (import, drop, fork each child on request) would need a protocol to
 relay requests and exits, and a process that never started a thread to fork from.
 
 What the user gets: ``<data>/clickhouse``, given to it at every start (an older run's root-owned store
@@ -47,6 +50,7 @@ CREATE_USER = "useradd --system --user-group --no-create-home --shell /usr/sbin/
 # What dropping and giving the store take (linux/capability.h numbers): a unit's bounding set may leave them out.
 NEEDED_CAPS = {"CAP_CHOWN": 0, "CAP_SETGID": 6, "CAP_SETUID": 7}
 CAP_SYS_NICE = 23
+_PR_SET_KEEPCAPS = 8
 _CAP_VERSION_3 = 0x20080522  # capget/capset's 64-bit layout: two of _CapData
 
 
@@ -124,21 +128,43 @@ def give_store(data_dir: Path, store: Path, user: ServiceUser, data_gid: int | N
             os.lchown(os.path.join(top, name), user.uid, user.gid)
 
 
-def drop(user: ServiceUser, preload: Iterable[str]) -> None:
-    """Become ``user`` for good, having imported what it may not read (``preload``: modules run later)."""
-    _forgo(CAP_SYS_NICE)  # before chDB is imported: see the module docstring
+def drop(user: ServiceUser, preload: Iterable[str], then: Iterable[str] = ()) -> None:
+    """Become ``user`` for good, having imported what it may not read (``preload``: modules run later).
+
+    ``then``: modules imported once dropped, with CAP_SYS_NICE kept (and nothing else), by the only thread:
+    chDB, which reads its capabilities when imported and starts its threads then, so that every thread of
+    its engine may renice a query's threads to 19 and set them back (see the module docstring)."""
+    then = tuple(then)
     for module in preload:
         importlib.import_module(module)
+    keep = bool(then) and len(os.listdir("/proc/self/task")) == 1  # capabilities are per thread
+    if not keep:
+        _forgo(CAP_SYS_NICE)
+    elif _libc.prctl(_PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0:
+        raise PrivilegeError(f"cannot keep capabilities across the drop: {os.strerror(ctypes.get_errno())}")
     parent = os.getppid()
     os.setgroups([])
     os.setgid(user.gid)
     os.setuid(user.uid)
-    wrong = _still_privileged(user)
+    if keep:
+        _only(CAP_SYS_NICE)
+    wrong = _still_privileged(user, CAP_SYS_NICE if keep else None)
     if wrong:
         raise PrivilegeError(f"could not become {user.name} ({user.uid}:{user.gid}): {wrong}")
     die_with_parent()  # the kernel forgot it when the credentials changed
     if os.getppid() != parent:
         raise PrivilegeError("gpuctl up exited while this stage started")
+    for module in then:
+        importlib.import_module(module)
+
+
+def _only(cap: int) -> None:
+    """This thread's capabilities become ``cap`` alone, effective and permitted (after a drop that kept them)."""
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    data[cap // 32].effective = data[cap // 32].permitted = 1 << cap % 32
+    if _libc.capset(ctypes.byref(header), data) != 0 or _libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0) != 0:
+        raise PrivilegeError(f"cannot keep capability {cap} alone: {os.strerror(ctypes.get_errno())}")
 
 
 def _forgo(cap: int) -> None:
@@ -154,15 +180,18 @@ def _cleared(header: _CapHeader, data: ctypes.Array[_CapData], cap: int) -> bool
     return bool(_libc.capset(ctypes.byref(header), data) == 0)
 
 
-def _still_privileged(user: ServiceUser) -> str:
+def _still_privileged(user: ServiceUser, kept: int | None = None) -> str:
     if os.getresuid() != (user.uid,) * 3 or os.getresgid() != (user.gid,) * 3 or os.getgroups():
         return f"uids {os.getresuid()}, gids {os.getresgid()}, groups {os.getgroups()}"
     # chDB's engine threads: setuid reaches them through glibc, and this says it did.
     want = {"Uid": f"{user.uid}\t" * 4, "Gid": f"{user.gid}\t" * 4, "Groups": ""}
+    allowed = 0 if kept is None else 1 << kept
     for task in Path("/proc/self/task").iterdir():
         fields = dict(line.split(":", 1) for line in (task / "status").read_text().splitlines())
         if any(fields[k].strip() != v.strip() for k, v in want.items()):
             return f"thread {task.name} kept other credentials"
+        if int(fields["CapPrm"], 16) & ~allowed:
+            return f"thread {task.name} kept capabilities {fields['CapPrm'].strip()}"
     return ""
 
 

@@ -107,8 +107,11 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
 # What the rules and the sink import only when they first need it, imported as root before the drop: their user
 # may not read the interpreter's files (gpuctl/privsep.py).
 RULES_MODULES = ("encodings.idna",)
-SINK_MODULES = (*RULES_MODULES, "importlib.readers", "chdb", "clickhouse_connect",
-                "clickhouse_connect.driver.exceptions", "sqlglot", "sqlglot.dialects.clickhouse")  # fmt: skip
+# The sink: the standard library's modules that chDB and clickhouse-connect import, then those two once dropped
+# (gpuctl/privsep.py: chDB's threads must start with the capability to renice a query's threads).
+SINK_MODULES = (*RULES_MODULES, "importlib.readers", "sqlglot", "sqlglot.dialects.clickhouse", "getpass",
+                "sysconfig", "termios", "xml.etree.ElementTree", "zoneinfo", "pyexpat")  # fmt: skip
+SINK_AFTER = ("chdb", "clickhouse_connect", "clickhouse_connect.driver.exceptions")
 
 
 NOT_ASKED = privsep.Ready(None)  # a unit's service: no one waits on it but systemd
@@ -355,7 +358,7 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
                      as_user: str | None = None, ready: privsep.Ready = NOT_ASKED) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
-    credentials = _become(as_user, SINK_MODULES)
+    credentials = _become(as_user, SINK_MODULES, SINK_AFTER)
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, "gpuhealth-sink", credentials=credentials)
     js = nc.jetstream()
@@ -375,7 +378,7 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
     return 0
 
 
-def _become(user: str | None, modules: tuple[str, ...]) -> dict[str, object]:
+def _become(user: str | None, modules: tuple[str, ...], then: tuple[str, ...] = ()) -> dict[str, object]:
     """The environment's NATS credentials, read while still root (its files may be root's); then, given a
     user, become it for good."""
     credentials = bus.auth_options()
@@ -383,7 +386,7 @@ def _become(user: str | None, modules: tuple[str, ...]) -> dict[str, object]:
         found = privsep.lookup(user)
         if found is None:
             raise ConfigError(f"no user {user!r} to run as")
-        privsep.drop(found, modules)
+        privsep.drop(found, modules, then)
     return credentials
 
 
