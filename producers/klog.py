@@ -168,6 +168,9 @@ class KernelLogProducer:
             log.warning("kernel log unavailable: %s", e)
             return self._status(False, str(e))
         self._saved = self._last
+        # Opened again after a read error, in the same process: what the windows hold is in the cursor's
+        # summaries, published below; kept here too, it would be counted twice.
+        self.storms = StormCollapser(self.storms.window_s)
         if cursor is not None:
             # Facts from any boot, published before anything new. Re-reading the held lines instead would count
             # again those of other storms read after them, whose summaries are out already.

@@ -240,3 +240,49 @@ async def stored_lines(js: JetStreamContext) -> collections.Counter[str]:
         assert isinstance(e, KernelEvent)
         lines[str(e.pci_bus_id)] += e.count
     return lines
+
+
+async def test_reopened_after_a_read_error_mid_storm_counts_each_line_once(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's recovery from a read error (close, open, run again: producers/agent.py) in the same process,
+    while a storm holds lines: what the cursor owes is published once, and the windows start afresh."""
+    js = nc.jetstream()
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    kmsg.touch()
+    clock = Clock()
+    monkeypatch.setattr(klog, "time", SimpleNamespace(monotonic=clock.monotonic))
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items)
+
+    producer = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish)
+    assert producer.open().available
+    line = "NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus."
+    stop = asyncio.Event()
+    task = asyncio.create_task(producer.run(stop))
+    async with asyncio.timeout(20):
+        for at, seqs in ((0.0, [1]), (0.2, [2, 3])):  # line 1 published, 2 and 3 held
+            clock.now = at
+            with kmsg.open("a") as f:
+                f.writelines(f"3,{seq},{seq * 1000},-;{line}\n" for seq in seqs)
+            while (c := load_cursor(producer.cursor_path)) is None or c.position != seqs[-1]:
+                await asyncio.sleep(0.01)
+        task.cancel()  # the read failed
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        producer.source.close()
+        assert producer.open().available
+        task = asyncio.create_task(producer.run(stop))
+        clock.now = 0.4
+        with kmsg.open("a") as f:
+            f.write(f"3,4,4000,-;{line}\n")
+        while producer.records_read < 4:
+            await asyncio.sleep(0.01)
+        clock.step = 0.6  # the windows close
+        while sum((await stored_lines(js)).values()) < 4:
+            await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    assert await stored_lines(js) == {"0000:04:00.0": 4}
