@@ -54,6 +54,10 @@ BENIGN = (
 )
 
 
+Fault = tuple[str, str, int | None, str]  # code, kind, xid, and the GPU as events carry it
+Entry = tuple[str, Fault | None]  # a line, and the fault it reports
+
+
 # ---------------------------------------------------------------- the node's kernel log
 
 
@@ -62,7 +66,7 @@ class Line:
     seq: int
     usec: int
     message: str
-    fault: tuple[str, str, int | None, str] | None  # (code, kind, xid, pci as events carry it)
+    fault: Fault | None
 
 
 @dataclass
@@ -72,7 +76,7 @@ class KernelLog:
     path: Path
     lines: list[Line] = field(default_factory=list)
 
-    def append(self, entries: list[tuple[str, tuple[str, str, int | None, str] | None]]) -> None:
+    def append(self, entries: list[Entry]) -> None:
         """Lines in one write, as the kernel logs a storm: a reader sees all of them or a prefix."""
         out = []
         for message, fault in entries:
@@ -87,17 +91,30 @@ class KernelLog:
         return collections.Counter((f[3], f[0]) for line in self.lines if (f := line.fault) is not None)
 
 
-def random_lines(rng: random.Random) -> list[tuple[str, tuple[str, str, int | None, str] | None]]:
-    """What the kernel says in a tenth of a second: mostly nothing, a line, now and then a storm."""
-    roll = rng.random()
-    if roll < 0.4:
-        return []
-    if roll < 0.65:
-        return [(rng.choice(BENIGN), None)]
-    code, kind, xid, template = rng.choice(FAULTS)
-    gpu = rng.choice(GPUS)
-    n = rng.randint(5, 30) if roll > 0.98 else 1
-    return [(template.format(gpu=gpu), (code, kind, xid, f"{gpu}.0"))] * n
+class Kernel:
+    """What the kernel says, a tenth of a second at a time: now and then a line, and storms: a GPU in trouble
+    repeats its fault for seconds, often while another storm goes on."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.storms: list[tuple[Entry, int]] = []  # the line, ticks left
+
+    def fault(self) -> Entry:
+        code, kind, xid, template = self.rng.choice(FAULTS)
+        gpu = self.rng.choice(GPUS)
+        return template.format(gpu=gpu), (code, kind, xid, f"{gpu}.0")
+
+    def tick(self) -> list[Entry]:
+        if self.rng.random() < 0.06:
+            self.storms.append((self.fault(), self.rng.randint(10, 50)))
+        out = [entry for entry, _ in self.storms for _ in range(self.rng.randint(0, 2))]
+        self.storms = [(entry, left - 1) for entry, left in self.storms if left > 1]
+        roll = self.rng.random()
+        if roll < 0.25:
+            out.append((self.rng.choice(BENIGN), None))
+        elif roll < 0.5:
+            out.append(self.fault())
+        return out
 
 
 # ---------------------------------------------------------------- the stages
@@ -150,11 +167,14 @@ def stages(tmp: Path, url: str, kmsg: Path) -> dict[str, Stage]:
 
 @dataclass
 class Chaos:
-    rng: random.Random
+    seed: int
     nats: Nats
     stages: dict[str, Stage]
     kmsg: KernelLog
     kills: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(f"{self.seed}-kills")  # the lines have their own: they replay exactly
 
     def check_alive(self) -> None:
         """A stage dies only when it is killed: one that stopped on its own (NATS away, a store restarted) is
@@ -182,10 +202,11 @@ class Chaos:
     async def run(self) -> None:
         """The writer and the killer at once; writing stops a moment after the last kill."""
         done = asyncio.Event()
+        kernel = Kernel(random.Random(f"{self.seed}-kernel"))
 
         async def write() -> None:
             while not done.is_set():
-                self.kmsg.append(random_lines(self.rng))
+                self.kmsg.append(kernel.tick())
                 await asyncio.sleep(0.1)
 
         writer = asyncio.create_task(write())
@@ -211,7 +232,7 @@ def clean_run(lines: list[Line], me: NodeIdentity) -> tuple[dict[str, tuple[str,
     for line in lines:
         if line.fault is None:
             continue
-        code, kind, xid, pci = line.fault
+        _, kind, xid, pci = line.fault
         t = me.boot_time_ns + line.usec * 1000
         ev = KernelEvent(id=f"line-{line.seq}", time=t, cluster=CLUSTER, node=NODE, machine_id=me.machine_id,
                          boot_id=me.boot_id, boot_time=me.boot_time_ns, source="kmsg", component=XID, kind=kind,
@@ -318,7 +339,7 @@ async def test_sigkill_any_stage_at_random_every_effect_happens_once(tmp_path: P
     (tmp_path / "nosys").mkdir()
     nats = Nats(tmp_path / "nats")
     await asyncio.to_thread(nats.start)
-    chaos = Chaos(random.Random(seed), nats, stages(tmp_path, nats.url, kmsg.path), kmsg)
+    chaos = Chaos(seed, nats, stages(tmp_path, nats.url, kmsg.path), kmsg)
     nc = None
     try:
         for s in chaos.stages.values():
@@ -327,7 +348,9 @@ async def test_sigkill_any_stage_at_random_every_effect_happens_once(tmp_path: P
         want = kmsg.faults()
         print(f"chaos: {len(kmsg.lines)} lines, {sum(want.values())} of them faults; kills {chaos.kills}", flush=True)
         nc = await bus.connect(nats.url, "chaos-test", retry_for=20)
-        end = await settle(nc, sum(want.values()), timeout=45)
+        caught_up_from = time.monotonic()
+        end = await settle(nc, sum(want.values()), timeout=30)
+        print(f"chaos: {end.events} events stored, settled in {time.monotonic() - caught_up_from:.1f}s", flush=True)
 
         assert end.faults == want  # each line counted once in the events, storms or not
         ids = await bus_event_ids(nc)
