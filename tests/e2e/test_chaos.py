@@ -1,7 +1,8 @@
 """Chaos: a steady kernel log on one node while the agent, the rules, the sink and nats-server are SIGKILLed at
-random, each started again after a short pause. Afterwards every effect happened once: each fault line is counted
-once in the stored events and once in the incidents, no row is stored twice, nothing the bus holds is missing from
-the store, and the GPUs' final states are those of one uninterrupted engine over the same lines.
+random (20 times one, two or three of them at once), each started again after a short pause. Afterwards every
+effect happened once: each fault line is counted once in the stored events and once in the incidents, no row is
+stored twice, nothing the bus holds is missing from the store, and the GPUs' final states are those of one
+uninterrupted engine over the same lines.
 
 The random choices come from one seed, printed; GPUHEALTH_CHAOS_SEED=<seed> replays them (the timing, on a
 loaded machine, only roughly)."""
@@ -184,20 +185,22 @@ class Chaos:
                 raise AssertionError(f"{s.name} exited by itself ({s.proc and s.proc.returncode}):\n"
                                      f"{s.log.read_text()[-3000:]}")  # fmt: skip
 
-    async def kill_one(self) -> None:
-        target = self.rng.choice([*self.stages, "nats"])
-        pause = self.rng.uniform(0.1, 1.5)
+    async def kill_some(self) -> None:
+        """One stage, or two or three at once (an outage of NATS and a stage together), started again after
+        the same pause."""
+        targets = self.rng.sample([*self.stages, "nats"], self.rng.choice((1, 1, 2, 3)))
+        pause = self.rng.uniform(0.0, 1.5)
         self.check_alive()
-        self.kills.append(target)
-        print(f"chaos: kill {target} (line {len(self.kmsg.lines)}), back in {pause:.1f}s", flush=True)
-        if target == "nats":
-            self.nats.kill()
-            await asyncio.sleep(pause)
-            await asyncio.to_thread(self.nats.start)
-        else:
-            self.stages[target].kill()
-            await asyncio.sleep(pause)
-            self.stages[target].start()
+        self.kills.append("+".join(targets))
+        print(f"chaos: kill {'+'.join(targets)} (line {len(self.kmsg.lines)}), back in {pause:.1f}s", flush=True)
+        for target in targets:
+            (self.nats if target == "nats" else self.stages[target]).kill()
+        await asyncio.sleep(pause)
+        for target in targets:
+            if target == "nats":
+                await asyncio.to_thread(self.nats.start)  # it waits for the port
+            else:
+                self.stages[target].start()
 
     async def run(self) -> None:
         """The writer and the killer at once; writing stops a moment after the last kill."""
@@ -213,7 +216,7 @@ class Chaos:
         try:
             for _ in range(KILLS):
                 await asyncio.sleep(self.rng.uniform(0.3, 2.0))
-                await self.kill_one()
+                await self.kill_some()
             await asyncio.sleep(1.0)
         finally:
             done.set()
