@@ -3,11 +3,12 @@
 A source (``producers/kmsg.py``, ``producers/journald.py``) hands over
 ``LogRecord``s, each with a *position* to resume after. This module classifies
 them, collapses storms, publishes, and keeps the cursor: a write-ahead record
-of the batch being published plus the position after which to resume. The
-cursor moves only after JetStream acknowledged every event before it, and a
-restart republishes the batch that was in flight (same ids, so JetStream and
-the sink drop what already arrived): a restart neither repeats nor skips a
-line, and storm counts stay exact.
+of the batch being published, the position after which to resume, and the
+summaries the open storm windows owe (the lines they hold are behind the
+cursor). The cursor moves only after JetStream acknowledged every event before
+it, and a restart republishes the batch that was in flight (same ids, so
+JetStream and the sink drop what already arrived) and the owed summaries: a
+restart neither repeats nor skips a line, and storm counts stay exact.
 
 A cursor that cannot be saved (the data dir read-only or full) does not stop the log: records are
 read and published all the same, ``cannot_persist`` says why (a restart would read again from the
@@ -81,11 +82,13 @@ class Unusable(msgspec.Struct, frozen=True):
 
 
 class Cursor(msgspec.Struct):
-    """Resume after ``position`` (None: from the start); ``unacked`` is the batch in flight."""
+    """Resume after ``position`` (None: from the start); ``unacked`` is the batch in flight, ``held`` the
+    summaries of the storm lines read up to ``position`` whose counts are not published yet."""
 
     boot_id: str
     position: int | str | None
     unacked: list[tuple[str, str, bytes]] = []
+    held: list[tuple[str, str, bytes]] = []
 
 
 def load_cursor(path: Path) -> Cursor | None:
@@ -153,9 +156,7 @@ class KernelLogProducer:
         self.cursor_path = state_dir / f"{source.name}.cursor"
         self.publish = publish
         self.subject = subjects.event_subject(identity.node, source.name)
-        self.storms: StormCollapser[tuple[LogRecord, kernel.KernelLine], Position | None] = StormCollapser(
-            storm_window_s
-        )
+        self.storms: StormCollapser[tuple[LogRecord, kernel.KernelLine]] = StormCollapser(storm_window_s)
         self.records_read = 0
         self.events_published = 0
         self.lines_published = 0  # fault lines accounted for in published events (storm counts included)
@@ -174,8 +175,13 @@ class KernelLogProducer:
             log.warning("kernel log unavailable: %s", e)
             return self._status(False, str(e))
         self._saved = self._last
+        # Opened again after a read error, in the same process: what the windows hold is in the cursor's
+        # summaries, published below; kept here too, it would be counted twice.
+        self.storms = StormCollapser(self.storms.window_s)
         if cursor is not None:
-            self._replay = cursor.unacked  # facts from any boot: published before anything new
+            # Facts from any boot, published before anything new. Re-reading the held lines instead would count
+            # again those of other storms read after them, whose summaries are out already.
+            self._replay = cursor.unacked + cursor.held
         probe = self.cursor_path.with_suffix(".probe")  # a data dir it cannot write is said at once
         if self._save(probe, Cursor(self.identity.boot_id, None), durable=False):
             with contextlib.suppress(OSError):
@@ -206,8 +212,7 @@ class KernelLogProducer:
             items += [self._event(r, f, n) for (r, f), n in self.storms.expired(time.monotonic())]
             if not await self._publish_batch(items, stop):
                 return  # stopped before the acknowledgement: the write-ahead record replays it
-        # A clean stop publishes the storms' counts so the cursor can pass them (bounded:
-        # if the bus is gone, the held records are simply read again next time).
+        # A clean stop publishes the storms' counts (bounded: if the bus is gone, the cursor keeps them).
         items = [self._event(r, f, n) for (r, f), n in self.storms.flush()]
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self._publish_batch(items, asyncio.Event()), 5.0)
@@ -221,23 +226,19 @@ class KernelLogProducer:
                 items.append(self._dead_letter(rec))
                 continue
             self.records_read += 1
-            before, self._last = self._last, rec.position
+            self._last = rec.position
             found = kernel.fault_of(rec.message)
             if found is None:
                 continue
             storm = (found.kind, found.xid, found.sxid, found.pci_bus_id,
                      found.message if found.kind == "other_fault" else "")  # fmt: skip
-            items += [self._event(r, f, n) for (r, f), n in self.storms.offer(storm, (rec, found), now, before)]
+            items += [self._event(r, f, n) for (r, f), n in self.storms.offer(storm, (rec, found), now)]
         return items
 
-    def _resume_position(self) -> Position | None:
-        """After the last record read, but never past one whose count is not published."""
-        return self.storms.hold_from() if self.storms.holding() else self._last
-
     async def _publish_batch(self, items: list[Item], stop: asyncio.Event) -> bool:
-        position = self._resume_position()
+        position = self._last
         if items:
-            self._save(self.cursor_path, Cursor(self.identity.boot_id, position, items))
+            self._save(self.cursor_path, Cursor(self.identity.boot_id, position, items, self._held()))
             if not await bus.publish_until_acked(self.publish, items, stop, what=self.source.name):
                 return False
         if items or position != self._saved or self.cannot_persist:
@@ -245,8 +246,9 @@ class KernelLogProducer:
         return True
 
     def _commit(self, position: Position | None) -> None:
-        # Not fsynced: losing it only means re-reading records whose events are acknowledged.
-        if self._save(self.cursor_path, Cursor(self.identity.boot_id, position), durable=False):
+        # Not fsynced: losing it only means re-reading records whose events are acknowledged (with the held
+        # counts of the last write-ahead record, which were not published either).
+        if self._save(self.cursor_path, Cursor(self.identity.boot_id, position, held=self._held()), durable=False):
             self._saved = position
 
     def _save(self, path: Path, cursor: Cursor, *, durable: bool = True) -> bool:
@@ -268,7 +270,16 @@ class KernelLogProducer:
             self.on_change()
         return not self.cannot_persist
 
+    def _held(self) -> list[Item]:
+        return [self._summary(r, f, n) for (r, f), n in self.storms.held()]
+
     def _event(self, rec: LogRecord, found: kernel.KernelLine, count: int) -> Item:
+        self.events_published += 1
+        self.lines_published += count
+        return self._summary(rec, found, count)
+
+    def _summary(self, rec: LogRecord, found: kernel.KernelLine, count: int) -> Item:
+        """The event for ``count`` lines of one fault, the last of them ``rec``."""
         i = self.identity
         event_id = derived_id(rec.time_ns, i.node, rec.boot_id, rec.position)
         nvlink = None
@@ -286,8 +297,6 @@ class KernelLogProducer:
             sxid=found.sxid, pci_bus_id=found.pci_bus_id, pid=found.pid, process=found.process, nvlink=nvlink,
             count=min(count, 2**32 - 1),
         )  # fmt: skip
-        self.events_published += 1
-        self.lines_published += count
         return self.subject, event_id, encode(event)
 
     def _dead_letter(self, bad: Unusable) -> Item:

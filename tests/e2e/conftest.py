@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from nats.aio.client import Client as NATS
 
 from gpuhealth import bus, localauth, natsconf
 from gpuhealth.config import RunInfo, read_run_info
+from gpuhealth.natsd import EmbeddedNats
 
 GPUCTL = str(Path(sys.executable).parent / "gpuctl")
 
@@ -68,6 +70,44 @@ class Up:
                 self.proc.wait()
                 raise
         return self.proc.returncode
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Nats:
+    """A nats-server the test stops (or kills) and starts again on the same port and store."""
+
+    def __init__(self, root: Path) -> None:
+        self.port = free_port()
+        self.argv = EmbeddedNats(root, port=self.port, auth=None).command()
+        self.log = root / "nats-server.log"
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise AssertionError("nats-server did not start")
+
+    def stop(self) -> None:
+        assert self.proc is not None
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=20)
 
 
 def start_up(data_dir: Path, kmsg: Path, *extra: str, timeout: float = 60) -> Up:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -10,40 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuhealth.natsd import EmbeddedNats
 from producers.kmsg import append_record
-from tests.e2e.conftest import GPUCTL, gpuctl, gpuctl_json, wait_for
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Nats:
-    """A nats-server the test stops and starts again on the same port and store."""
-
-    def __init__(self, root: Path) -> None:
-        self.port = free_port()
-        self.argv = EmbeddedNats(root, port=self.port, auth=None).command()
-        self.url = f"nats://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.05)
-        raise AssertionError("nats-server did not start")
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
+from tests.e2e.conftest import GPUCTL, Nats, gpuctl, gpuctl_json, wait_for
 
 
 @pytest.fixture
