@@ -142,7 +142,7 @@ class KmsgSource:
                 self.fd, self.mode = os.open(self.path, os.O_RDWR | os.O_NONBLOCK), "fifo"
             elif stat.S_ISREG(st.st_mode):
                 self.fd, self.mode = os.open(self.path, os.O_RDONLY), "file"
-                self._inode, self._offset = st.st_ino, 0
+                self._inode, self._offset, self._buf, self._tail = st.st_ino, 0, b"", b""  # read again from its start
             else:
                 raise SourceError(errno.EINVAL, f"{self.path} is not a device, FIFO or file")
         except SourceError:
