@@ -36,4 +36,4 @@ catalogs REF="../shared/reference":
     {{py}} -m rules.catalogs.generate {{REF}}
 
 schema:
-    .venv/bin/gpuctl schema --out gpuhealth/schema/wire.schema.json
+    .venv/bin/gpuctl schema --dir gpuhealth/schema

@@ -5,7 +5,7 @@
 Health states are published on gpuhealth.v1.health.<node>.<component> only when
 they change; the current state of everything is in the KV bucket
 ``gpuhealth_health``. Messages are msgpack with the header Gpuhealth-Schema: 1;
-gpuhealth/schema/wire.schema.json describes them for consumers in any language.
+gpuhealth/schema/health.schema.json describes them for consumers in any language.
 """
 
 from __future__ import annotations

@@ -77,7 +77,8 @@ def nats_config(
     (out / "fleet.env").write_text(fleet_env(fleet))
     print(f"wrote {len(servers)} server configs and auth.conf ({len(ids)} identities) to {out}")
     print(f"clients: --nats {natsconf.client_url(servers, tls=tls_dir is not None)}")
-    print(f"secrets: {secrets_dir}/<user>.password (agents: agent-<node>; services: rules, sink, operator)")
+    print(f"secrets: {secrets_dir}/<user>.password (agents: agent-<node>; services: rules, sink, operator;"
+          " a read-only consumer: reader)")  # fmt: skip
     print(f"streams: sized for {fleet.nodes} nodes in {out / 'fleet.env'} (for the rules' and sink's environment)")
     print(f"store: {sizing.human(store)} a server; give {store_dir} at least that much free disk")
 

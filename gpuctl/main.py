@@ -31,7 +31,7 @@ from gpuctl.options import (
 from gpuctl.read import state_json
 from gpuhealth import client
 from gpuhealth.errors import ConfigError, GpuhealthError, NotFoundError
-from gpuhealth.events import HEALTH_ORDER, HealthState
+from gpuhealth.events import FAMILIES, HEALTH_ORDER, HealthState
 from gpuhealth.text import plural
 
 app = typer.Typer(
@@ -223,13 +223,22 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show
 
 @app.command("schema")
 def print_schema(
+    family: Annotated[str, typer.Argument(help="event | metric | inventory | health | incident | dlq")] = "event",
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
+    directory: Annotated[Path | None, typer.Option(
+        "--dir", help="write every family's schema into DIR as <family>.schema.json")] = None,
     outputs: Annotated[bool, typer.Option("--outputs", help="the schema of gpuctl's --json output instead")] = False,
-) -> None:
-    """The JSON Schema of every message on gpuhealth's subjects (or, --outputs, of gpuctl's --json output)."""
+) -> None:  # fmt: skip
+    """The JSON Schema of one family of messages on gpuhealth's subjects (or, --outputs, of gpuctl's --json)."""
     from gpuhealth import wire_schema
 
-    text = schema.render() if outputs else wire_schema.render()
+    if directory is not None:
+        for name, text in wire_schema.files().items():
+            (directory / name).write_text(text)
+        return
+    if not outputs and family not in FAMILIES:
+        raise ConfigError(f"no message family {family!r}: one of {', '.join(FAMILIES)}")
+    text = schema.render() if outputs else wire_schema.files()[f"{family}.schema.json"]
     if out is None:
         sys.stdout.write(text)
     else:

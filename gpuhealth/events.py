@@ -3,8 +3,8 @@
 Each subject family has a tagged union of msgspec Structs and one reusable
 decoder. Messages are msgpack on the wire with the header
 ``Gpuhealth-Schema: 1``; a consumer that meets another version dead-letters the
-message instead of guessing. ``gpuhealth/schema/wire.schema.json`` is generated
-from these types (``gpuctl schema``) and is what other teams code against.
+message instead of guessing. ``gpuhealth/schema/<family>.schema.json`` are generated
+from these types (``gpuctl schema``) and are what other teams code against.
 
 Times are Unix epoch nanoseconds (int): exact, cheap to encode, and what
 ClickHouse's DateTime64(9) stores.

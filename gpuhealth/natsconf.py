@@ -11,6 +11,11 @@ One account (``GPUHEALTH``) holds every identity:
   subjects they publish; they create and update the streams;
 - ``operator``: what ``gpuctl`` needs: read everything, send commands to agents
   (fault injection and checks) and set-healthy events;
+- ``reader``: for a third-party consumer (README, The wire contract): follows
+  the health, event and incident subjects and reads the health and inventory
+  buckets, and may change nothing: no subject of gpuhealth's, no KV write, no
+  stream's durable consumer; its replies come on its own inbox
+  (``_INBOX.reader``; it connects with that inbox prefix);
 - ``simulator`` (only on ``gpuctl up``'s own server, not in a fleet's configs): what
   ``gpuctl simulate`` publishes, as any node except the real ones.
 
@@ -32,7 +37,11 @@ from gpuhealth import subjects
 from gpuhealth.subjects import KV_HEALTH, PREFIX, STREAMS, token
 
 ACCOUNT = "GPUHEALTH"
-SERVICES = ("rules", "sink", "operator")
+SERVICES = ("rules", "sink", "operator", "reader")
+READER_INBOX = "_INBOX.reader"
+# The buckets that are the contract (the rules' own state is not): read with the JetStream API's read-only
+# requests. Consumers on a KV stream are only readers' ephemeral watchers, so creating one is no write.
+_READ_BUCKETS = (f"KV_{subjects.KV_HEALTH}", f"KV_{subjects.KV_INVENTORY}")
 
 
 def agent_user(node: str) -> str:
@@ -76,6 +85,18 @@ SERVICE_PERMISSIONS: dict[str, dict[str, Any]] = {
         "publish": {"allow": [f"{PREFIX}.cmd.>", f"{PREFIX}.event.*.operator", subjects.QUERY_SUBJECT, "$JS.API.>",
                               "$JS.ACK.>"]},
         "subscribe": {"allow": ["_INBOX.>", f"{PREFIX}.health.>", f"{PREFIX}.incident.>", f"{PREFIX}.event.>"]},
+    },
+    "reader": {
+        "publish": {"allow": [
+            "$JS.API.INFO",
+            *(f"$JS.API.{api}.{b}" for b in _READ_BUCKETS for api in ("STREAM.INFO", "STREAM.MSG.GET", "DIRECT.GET",
+                                                                      "CONSUMER.CREATE")),
+            *(f"$JS.API.{api}.{b}.>" for b in _READ_BUCKETS for api in ("DIRECT.GET", "CONSUMER.CREATE",
+                                                                        "CONSUMER.INFO", "CONSUMER.MSG.NEXT",
+                                                                        "CONSUMER.DELETE")),
+        ]},
+        "subscribe": {"allow": [f"{PREFIX}.health.>", f"{PREFIX}.event.>", f"{PREFIX}.incident.>",
+                                f"{READER_INBOX}.>"]},
     },
 }  # fmt: skip
 

@@ -55,7 +55,8 @@ def test_the_top_level_help_lists_debug() -> None:
 def test_version_and_schemas() -> None:
     r = runner.invoke(app, ["version", "--json"])
     assert r.exit_code == 0 and json.loads(r.output)["wire_schema"] == 1
-    assert json.loads(runner.invoke(app, ["schema"]).output)["title"] == "gpuhealth wire contract"
+    assert json.loads(runner.invoke(app, ["schema", "health"]).output)["title"] == "gpuhealth health message"
+    assert "no message family 'healthz'" in str(runner.invoke(app, ["schema", "healthz"]).exception)
     assert "status" in json.loads(runner.invoke(app, ["schema", "--outputs"]).output)["properties"]
 
 
