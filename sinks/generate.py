@@ -116,8 +116,10 @@ def expected(week: str) -> dict[str, Any]:
         "availability": {"node-a": {"unhealthy_s": 7200, "degraded_s": 7200, "unknown_s": 0},
                          "node-b": {"unhealthy_s": 36000, "degraded_s": 0, "unknown_s": 0},
                          "node-c": {"unhealthy_s": 0, "degraded_s": 0, "unknown_s": 86400}},
-        "incidents_by_code": {("xid:79", H100): (2, 6), ("xid:13", H100): (1, 50), ("xid:48", H100): (1, 1),
-                              ("aer_correctable", "unknown"): (1, 120)},
+        # (incidents, occurrences, entities, nodes): xid:79 hit PCI 0000:18:00.0 on node-a and on node-c,
+        # two entities although one address.
+        "incidents_by_code": {("xid:79", H100): (2, 6, 2, 2), ("xid:13", H100): (1, 50, 1, 1),
+                              ("xid:48", H100): (1, 1, 1, 1), ("aer_correctable", "unknown"): (1, 120, 1, 1)},
         "top_nodes": [("node-a", 1, 2), ("node-b", 1, 1), ("node-c", 1, 1), ("node-d", 0, 1)],
         "top_gpu": ("GPU-node-a-2", "S-node-a-2", 1),
         "followed_serial": [("S-MOVER", ["node-a", "node-c"])],

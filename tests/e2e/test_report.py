@@ -42,8 +42,8 @@ def test_every_section_has_the_generated_weeks_numbers(store: str) -> None:
     assert (got["start"], got["end"]) == (f"{START.date()}T00:00:00Z", f"{END.date()}T00:00:00Z")
     assert {r["node"]: {k: r[k] for k in ("unhealthy_s", "degraded_s", "unknown_s")} for r in s["availability"]} \
         == want["availability"]  # fmt: skip
-    assert {(r["code"], r["gpu_model"]): (r["incidents"], r["occurrences"]) for r in s["incidents_by_code"]} \
-        == want["incidents_by_code"]  # fmt: skip
+    assert {(r["code"], r["gpu_model"]): (r["incidents"], r["occurrences"], r["entities"], r["nodes"])
+            for r in s["incidents_by_code"]} == want["incidents_by_code"]  # fmt: skip
     assert [(r["node"], r["serious"], r["incidents"]) for r in s["top_nodes"]] == want["top_nodes"]
     top = s["top_gpus"][0]
     assert (top["gpu_uuid"], top["serial"], top["incidents"]) == want["top_gpu"]
