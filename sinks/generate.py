@@ -45,21 +45,23 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
     return expected(week)
 
 
+def _gpu(key: str, t: int, node: str, index: int, uuid: str, model: str, cluster: str = "c",
+         pci: str | None = None) -> list[Any]:  # fmt: skip
+    """One GPU's row of an inventory snapshot (serial S-<uuid minus 'GPU-'>)."""
+    return [key, t, cluster, node, f"m-{node}", "b", "nvml", index, uuid, f"S-{uuid.removeprefix('GPU-')}",
+            f"CH-{node}", pci or f"0000:{0x18 + index:02x}:00.0", model, "", "96.00", "550.90", "12.4"]  # fmt: skip
+
+
 def _inventory(c: Any, db: str, ws: int) -> None:
-    inventory = []
-    for node, model in NODES.items():
-        for i in range(8):
-            inventory.append([f"inv-{node}", ws - 7 * DAY, "c", node, f"m-{node}", "b", "nvml", i, f"GPU-{node}-{i}",
-                              f"S-{node}-{i}", f"CH-{node}", f"0000:{0x18 + i:02x}:00.0", model, "", "96.00", "550.90",
-                              "12.4"])  # fmt: skip
+    inventory = [_gpu(f"inv-{node}", ws - 7 * DAY, node, i, f"GPU-{node}-{i}", model)
+                 for node, model in NODES.items() for i in range(8)]  # fmt: skip
     # One H100 moves from node-a (before the week) to node-c (during it), failing on both.
-    inventory.append(["inv-mover-a", ws - 3 * DAY, "c", "node-a", "m-node-a", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
-                      "CH-node-a", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
-    inventory.append(["inv-mover-c", ws + 2 * DAY, "c", "node-c", "m-node-c", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
-                      "CH-node-c", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    inventory.append(_gpu("inv-mover-a", ws - 3 * DAY, "node-a", 8, "GPU-MOVER", H100, pci="0000:f0:00.0"))
+    inventory.append(_gpu("inv-mover-c", ws + 2 * DAY, "node-c", 8, "GPU-MOVER", H100, pci="0000:f0:00.0"))
     # And one A100 moves to another cluster.
-    inventory.append(["inv-x", ws + 1 * DAY, "c2", "node-x", "m-node-x", "b", "nvml", 0, "GPU-node-d-7", "S-node-d-7",
-                      "CH-node-x", "0000:18:00.0", A100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    inventory.append(_gpu("inv-x", ws + 1 * DAY, "node-x", 0, "GPU-node-d-7", A100, cluster="c2"))
+    # node-e joins mid-week (day 2, 12:00): its GPUs are observed for 108 of the week's 168 hours.
+    inventory += [_gpu("inv-node-e", ws + 2 * DAY + 12 * HOUR, "node-e", i, f"GPU-node-e-{i}", H100) for i in range(4)]
     c.insert(f"{db}.inventory", inventory, column_names=INVENTORY_COLUMNS)
 
 
@@ -127,11 +129,35 @@ def expected(week: str) -> dict[str, Any]:
                     ("cleared", "set-healthy"): 1, ("cleared", "restored"): 1},
         "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
         | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
-        "mtbf": {H100: (17, 3, round(17 * 168 / 3, 1)), A100: (16, 0, None)},
+        # (GPUs, observed GPU-hours, failures, MTBF): node-e's 4 GPUs count from when they were first seen.
+        "mtbf": {H100: (21, 17 * 168 + 4 * 108, 3, round((17 * 168 + 4 * 108) / 3, 1)), A100: (16, 16 * 168, 0, None)},
         "multi_host": {"GPU-MOVER": "node-a -> node-c", "GPU-node-d-7": "node-d -> node-x"},
         "moved_clusters": {"GPU-node-d-7": "c -> c2"},
-        "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1},
+        "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1, "CH-node-e": 4},
     }  # fmt: skip
+
+
+def generate_fresh(store: Store, since: dt.datetime) -> None:
+    """A week in progress on a fresh install: gpuhealth started at ``since`` on node-f (8 H100s) and saw one
+    Xid 79 a minute later. Nothing else: the week's later days have not happened."""
+    t = ns(since)
+    store.connect()
+    c, db = store.client, store.database
+    c.insert(f"{db}.inventory", [_gpu("inv-node-f", t, "node-f", i, f"GPU-node-f-{i}", H100) for i in range(8)],
+             column_names=INVENTORY_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.incidents", [["inc-f", 1, t + 60 * 10**9, "c", "node-f", "b", XID, "0000:18:00.0", "xid:79",
+                                  "Fatal", "xid:79", 1, t + 60 * 10**9, t + 60 * 10**9, [], "GPU-node-f-0",
+                                  "0000:18:00.0"]], column_names=INCIDENT_COLUMNS)  # fmt: skip
+
+
+def expected_fresh(since: dt.datetime, week: str, now: dt.datetime) -> dict[str, Any]:
+    """generate_fresh's MTBF row as the report must give it at ``now``: GPU-hours observed from ``since`` (or the
+    week's start) to ``now`` (or the week's end), not the whole week."""
+    start, end, _ = week_bounds(week)
+    seconds = 8 * max(0.0, (min(now, end) - max(since, start)).total_seconds())
+    failures = int(start <= since + dt.timedelta(minutes=1) < min(now, end))
+    return {"mtbf": {H100: (8, round(seconds / 3600, 1), failures,
+                            round(seconds / 3600 / failures, 1) if failures else None)}}  # fmt: skip
 
 
 def _bulk_metrics(store: Store, ws: int, n: int) -> None:
@@ -167,10 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--week", required=True)
     p.add_argument("--bulk-metrics", type=int, default=0)
     p.add_argument("--bulk-events", type=int, default=0)
+    p.add_argument("--fresh-since", type=dt.datetime.fromisoformat, metavar="ISO-TIME",
+                   help="instead of the week's fleet, a fresh install started then (generate_fresh)")  # fmt: skip
     args = p.parse_args(argv)
     store = Store(args.clickhouse)
     try:
-        generate(store, args.week, bulk_metrics=args.bulk_metrics, bulk_events=args.bulk_events)
+        if args.fresh_since:
+            generate_fresh(store, args.fresh_since)
+        else:
+            generate(store, args.week, bulk_metrics=args.bulk_metrics, bulk_events=args.bulk_events)
     finally:
         store.close()
     print(f"generated {args.week} in {store.target.redacted()}")

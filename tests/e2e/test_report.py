@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sinks.generate import expected
+from sinks.generate import H100, expected, expected_fresh
 from sinks.report import week_bounds
 from tests.e2e.conftest import assert_shape, gpuctl
 
@@ -50,7 +51,26 @@ def test_every_section_has_the_generated_weeks_numbers(store: str) -> None:
     assert [(r["serial"], r["nodes"]) for r in s["followed_serial"]] == want["followed_serial"]
     assert {(r["event"], r["action"]): r["times"] for r in s["actions"]} == want["actions"]
     assert {(r["day"], r["name"]): (r["total"], r["gpus_with_any"]) for r in s["ecc_trend"]} == want["ecc_trend"]
-    assert {r["model"]: (r["gpus"], r["failures"], r["mtbf_hours"]) for r in s["mtbf"]} == want["mtbf"]
+    assert {r["model"]: (r["gpus"], r["gpu_hours"], r["failures"], r["mtbf_hours"]) for r in s["mtbf"]} == want["mtbf"]
+
+
+def test_a_week_in_progress_counts_only_the_gpu_hours_observed(tmp_path: Path) -> None:
+    """gpuhealth started two minutes ago: MTBF is over 8 GPUs x 2 minutes, not 8 GPUs x the whole week."""
+    _, _, week = week_bounds("this")
+    since = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=2)
+    url = f"chdb://{tmp_path / 'clickhouse'}"
+    g = subprocess.run([sys.executable, "-m", "sinks.generate", url, "--week", week, "--fresh-since", since.isoformat()],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert g.returncode == 0, g.stderr
+    before = dt.datetime.now(dt.UTC)
+    r = gpuctl("report", "weekly", "--clickhouse", url, "--week", week, "--format", "json", timeout=120)
+    after = dt.datetime.now(dt.UTC)
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["sections"]["mtbf"]
+    low, high = expected_fresh(since, week, before)["mtbf"][H100], expected_fresh(since, week, after)["mtbf"][H100]
+    assert (row["model"], row["gpus"], row["failures"]) == (H100, low[0], low[2])
+    assert low[1] <= row["gpu_hours"] <= high[1]  # the query's now lies between before and after
+    assert row["mtbf_hours"] is None if not low[2] else low[3] <= row["mtbf_hours"] <= high[3]
 
 
 def test_html_is_one_page_with_its_charts_and_no_network(store: str, tmp_path: Path) -> None:
@@ -69,7 +89,7 @@ def test_markdown_and_text_and_clear_errors(store: str) -> None:
     md = report(store, "--format", "md")
     assert md.returncode == 0 and "## Top GPUs" in md.stdout and "| GPU-node-a-2 |" in md.stdout
     text = report(store)
-    assert text.returncode == 0 and "S-MOVER" in text.stdout and "952.0" in text.stdout
+    assert text.returncode == 0 and "S-MOVER" in text.stdout and "1096.0" in text.stdout
     bad = gpuctl("report", "weekly", "--clickhouse", store, "--week", "2026-47")
     assert bad.returncode == 64 and "ISO form" in bad.stderr and "Traceback" not in bad.stderr
     fmt = gpuctl("report", "weekly", "--clickhouse", store, "--format", "pdf")
