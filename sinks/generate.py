@@ -138,26 +138,44 @@ def expected(week: str) -> dict[str, Any]:
 
 
 def generate_fresh(store: Store, since: dt.datetime) -> None:
-    """A week in progress on a fresh install: gpuhealth started at ``since`` on node-f (8 H100s) and saw one
-    Xid 79 a minute later. Nothing else: the week's later days have not happened."""
-    t = ns(since)
+    """A week in progress on a fresh install: gpuhealth started at ``since`` (whole seconds) on node-f (8 H100s);
+    a minute later GPU 0 hit Xid 79 (Unhealthy since) and reported its ECC and remapped-row counters.
+    Nothing else: the week's later days have not happened, and its charts have one day of data."""
+    t, t1 = ns(since), ns(since) + 60 * 10**9
     store.connect()
     c, db = store.client, store.database
     c.insert(f"{db}.inventory", [_gpu("inv-node-f", t, "node-f", i, f"GPU-node-f-{i}", H100) for i in range(8)],
              column_names=INVENTORY_COLUMNS)  # fmt: skip
-    c.insert(f"{db}.incidents", [["inc-f", 1, t + 60 * 10**9, "c", "node-f", "b", XID, "0000:18:00.0", "xid:79",
-                                  "Fatal", "xid:79", 1, t + 60 * 10**9, t + 60 * 10**9, [], "GPU-node-f-0",
-                                  "0000:18:00.0"]], column_names=INCIDENT_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.health_states", [["hs-f", t1, "c", "node-f", "b", XID, "GPU-node-f-0", "Unhealthy", "Xid 79",
+                                      ["REBOOT_SYSTEM"], t1, [], "", ""]], column_names=HEALTH_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.incidents", [["inc-f", 1, t1, "c", "node-f", "b", XID, "0000:18:00.0", "xid:79", "Fatal",
+                                  "xid:79", 1, t1, t1, [], "GPU-node-f-0", "0000:18:00.0"]],
+             column_names=INCIDENT_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.metrics", [[f"mf-{name}", t1, "c", "node-f", "0000:18:00.0", "GPU-node-f-0", name, v]
+                               for name, v in _fresh_counters().items()], column_names=METRIC_COLUMNS)  # fmt: skip
+
+
+def _fresh_counters() -> dict[str, float]:
+    """GPU 0's ECC and remapped-row counters as NVML gives them all: two corrected errors, a remapping pending."""
+    zero = ("ecc_dbe_aggregate", "ecc_sbe_volatile", "ecc_dbe_volatile", "remapped_rows_correctable",
+            "remapped_rows_uncorrectable", "remapped_rows_failure")  # fmt: skip
+    return {"ecc_sbe_aggregate": 2.0, "remapped_rows_pending": 1.0} | dict.fromkeys(zero, 0.0)
 
 
 def expected_fresh(since: dt.datetime, week: str, now: dt.datetime) -> dict[str, Any]:
-    """generate_fresh's MTBF row as the report must give it at ``now``: GPU-hours observed from ``since`` (or the
-    week's start) to ``now`` (or the week's end), not the whole week."""
+    """What the report says about generate_fresh's week at ``now``: GPU-hours observed from ``since`` (or the
+    week's start) to ``now`` (or the week's end), not the whole week; node-f Unhealthy from a minute after."""
     start, end, _ = week_bounds(week)
-    seconds = 8 * max(0.0, (min(now, end) - max(since, start)).total_seconds())
-    failures = int(start <= since + dt.timedelta(minutes=1) < min(now, end))
-    return {"mtbf": {H100: (8, round(seconds / 3600, 1), failures,
-                            round(seconds / 3600 / failures, 1) if failures else None)}}  # fmt: skip
+    upto, fault = min(now, end), since + dt.timedelta(minutes=1)
+    seconds = 8 * max(0.0, (upto - max(since, start)).total_seconds())
+    failures = int(start <= fault < upto)  # 0 when the week began less than a minute ago
+    day = fault.date().isoformat()
+    return {
+        "mtbf": {H100: (8, round(seconds / 3600, 1), failures,
+                        round(seconds / 3600 / failures, 1) if failures else None)},
+        "availability": {"node-f": (upto - max(fault, start)).total_seconds()},
+        "ecc_trend": {(day, name): (v, int(v > 0)) for name, v in _fresh_counters().items()} if failures else {},
+    }  # fmt: skip
 
 
 def _bulk_metrics(store: Store, ws: int, n: int) -> None:
