@@ -194,6 +194,7 @@ CHARTS = {
     "mtbf": Chart("MTBF", ("model",), (("mtbf_hours", "GPU-hours observed per failure", BLUE),), duration, 3600),
 }  # fmt: skip
 FONT_W = 7.5  # a generous width of one character at 12px, so that a label's room is never short
+BAR_X = 250  # where bars start: after a label of 30 characters
 
 
 def _bar_rows(rows: list[dict[str, Any]], chart: Chart) -> list[tuple[str, list[float], str]]:
@@ -209,36 +210,37 @@ def _bar_rows(rows: list[dict[str, Any]], chart: Chart) -> list[tuple[str, list[
 
 
 def _bars(rows: list[dict[str, Any]], chart: Chart) -> str:
+    """Labels, then a bar a row with its value just after it, a legend when it has segments, the chart's name."""
     data = _bar_rows(rows, chart)
     if not data:
         return ""
     top = max(sum(v) for _, v, _ in data) or 1.0
-    h, width, x0 = 22, 720, 250
+    h, width = 22, 720
     room = int(FONT_W * max(len(t) for _, _, t in data)) + 12  # the value labels' room: none is clipped
     legend = len(chart.values) > 1
     out = [f'<svg class="chart" width="{width}" height="{h * len(data) + (44 if legend else 24)}" role="img" '
            f'aria-label="{html.escape(chart.name)}">']  # fmt: skip
     for i, (name, vals, text) in enumerate(data):
-        y, x = i * h, x0
+        y, x = i * h, BAR_X
         short = name if len(name) <= 30 else name[:29] + "…"
         out.append(f'<text x="0" y="{y + 15}" font-size="12"><title>{html.escape(name)}</title>'
                    f"{html.escape(short)}</text>")  # fmt: skip
         segs = ""
         for v, (_, _, colour) in zip(vals, chart.values, strict=True):
-            w = max(1, round((width - x0 - room) * v / top)) if v > 0 else 0
+            w = max(1, round((width - BAR_X - room) * v / top)) if v > 0 else 0
             segs += f'<rect x="{x}" y="{y + 3}" width="{w}" height="{h - 8}" fill="{colour}"/>' if w else ""
             x += w
         out.append(f'<g class="bar">{segs}</g>' if segs else "")
         out.append(f'<text class="value" x="{x + 4}" y="{y + 15}" font-size="12">{html.escape(text)}</text>')
     out.append(_legend(chart, h * len(data) + 18) if legend else "")
-    out.append(f'<text x="{x0}" y="{h * len(data) + (38 if legend else 18)}" font-size="11" fill="#555">'
+    out.append(f'<text x="{BAR_X}" y="{h * len(data) + (38 if legend else 18)}" font-size="11" fill="#555">'
                f"{html.escape(chart.name)}</text></svg>")  # fmt: skip
     return "".join(out)
 
 
 def _legend(chart: Chart, y: int) -> str:
     """Swatches in a row, each entry as wide as its text."""
-    out, x = [], 250
+    out, x = [], BAR_X
     for _, name, colour in chart.values:
         out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{colour}"/>'
                    f'<text x="{x + 14}" y="{y}" font-size="11">{html.escape(name)}</text>')  # fmt: skip
