@@ -130,7 +130,7 @@ def expected(week: str) -> dict[str, Any]:
         "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
         | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
         # (GPUs, observed GPU-hours, failures, MTBF): node-e's 4 GPUs count from when they were first seen.
-        "mtbf": {H100: (21, 17 * 168 + 4 * 108, 3, round((17 * 168 + 4 * 108) / 3, 1)), A100: (16, 16 * 168, 0, None)},
+        "mtbf": {H100: (21, 17 * 168 + 4 * 108, 3, round((17 * 168 + 4 * 108) / 3, 2)), A100: (16, 16 * 168, 0, None)},
         "multi_host": {"GPU-MOVER": "node-a -> node-c", "GPU-node-d-7": "node-d -> node-x"},
         "moved_clusters": {"GPU-node-d-7": "c -> c2"},
         "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1, "CH-node-e": 4},
@@ -171,8 +171,8 @@ def expected_fresh(since: dt.datetime, week: str, now: dt.datetime) -> dict[str,
     failures = int(start <= fault < upto)  # 0 when the week began less than a minute ago
     day = fault.date().isoformat()
     return {
-        "mtbf": {H100: (8, round(seconds / 3600, 1), failures,
-                        round(seconds / 3600 / failures, 1) if failures else None)},
+        "mtbf": {H100: (8, round(seconds / 3600, 2), failures,
+                        round(seconds / 3600 / failures, 2) if failures else None)},
         "availability": {"node-f": (upto - max(fault, start)).total_seconds()},
         "ecc_trend": {(day, name): (v, int(v > 0)) for name, v in _fresh_counters().items()} if failures else {},
     }  # fmt: skip
