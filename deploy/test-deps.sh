@@ -1,11 +1,11 @@
 #!/usr/bin/env sh
 # What the test suite needs beyond pip: systemd-python builds against libsystemd (pkg-config finds it), the
 # journald tests write real journal files with systemd-journal-remote, systemd-analyze (package systemd) judges
-# the units, and the JavaScript example (examples/js) runs on Node with its locked npm packages. Debian/Ubuntu;
-# installs only what is missing.
+# the units, the weekly report's HTML is rendered in headless chromium, and the JavaScript example (examples/js)
+# runs on Node with its locked npm packages. Debian/Ubuntu; installs only what is missing.
 set -eu
 need=""
-for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote; do
+for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote chromium; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 command -v node >/dev/null 2>&1 || need="$need nodejs"

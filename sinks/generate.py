@@ -45,21 +45,23 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
     return expected(week)
 
 
+def _gpu(key: str, t: int, node: str, index: int, uuid: str, model: str, cluster: str = "c",
+         pci: str | None = None) -> list[Any]:  # fmt: skip
+    """One GPU's row of an inventory snapshot (serial S-<uuid minus 'GPU-'>)."""
+    return [key, t, cluster, node, f"m-{node}", "b", "nvml", index, uuid, f"S-{uuid.removeprefix('GPU-')}",
+            f"CH-{node}", pci or f"0000:{0x18 + index:02x}:00.0", model, "", "96.00", "550.90", "12.4"]  # fmt: skip
+
+
 def _inventory(c: Any, db: str, ws: int) -> None:
-    inventory = []
-    for node, model in NODES.items():
-        for i in range(8):
-            inventory.append([f"inv-{node}", ws - 7 * DAY, "c", node, f"m-{node}", "b", "nvml", i, f"GPU-{node}-{i}",
-                              f"S-{node}-{i}", f"CH-{node}", f"0000:{0x18 + i:02x}:00.0", model, "", "96.00", "550.90",
-                              "12.4"])  # fmt: skip
+    inventory = [_gpu(f"inv-{node}", ws - 7 * DAY, node, i, f"GPU-{node}-{i}", model)
+                 for node, model in NODES.items() for i in range(8)]  # fmt: skip
     # One H100 moves from node-a (before the week) to node-c (during it), failing on both.
-    inventory.append(["inv-mover-a", ws - 3 * DAY, "c", "node-a", "m-node-a", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
-                      "CH-node-a", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
-    inventory.append(["inv-mover-c", ws + 2 * DAY, "c", "node-c", "m-node-c", "b", "nvml", 8, "GPU-MOVER", "S-MOVER",
-                      "CH-node-c", "0000:f0:00.0", H100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    inventory.append(_gpu("inv-mover-a", ws - 3 * DAY, "node-a", 8, "GPU-MOVER", H100, pci="0000:f0:00.0"))
+    inventory.append(_gpu("inv-mover-c", ws + 2 * DAY, "node-c", 8, "GPU-MOVER", H100, pci="0000:f0:00.0"))
     # And one A100 moves to another cluster.
-    inventory.append(["inv-x", ws + 1 * DAY, "c2", "node-x", "m-node-x", "b", "nvml", 0, "GPU-node-d-7", "S-node-d-7",
-                      "CH-node-x", "0000:18:00.0", A100, "", "96.00", "550.90", "12.4"])  # fmt: skip
+    inventory.append(_gpu("inv-x", ws + 1 * DAY, "node-x", 0, "GPU-node-d-7", A100, cluster="c2"))
+    # node-e joins mid-week (day 2, 12:00): its GPUs are observed for 108 of the week's 168 hours.
+    inventory += [_gpu("inv-node-e", ws + 2 * DAY + 12 * HOUR, "node-e", i, f"GPU-node-e-{i}", H100) for i in range(4)]
     c.insert(f"{db}.inventory", inventory, column_names=INVENTORY_COLUMNS)
 
 
@@ -116,8 +118,10 @@ def expected(week: str) -> dict[str, Any]:
         "availability": {"node-a": {"unhealthy_s": 7200, "degraded_s": 7200, "unknown_s": 0},
                          "node-b": {"unhealthy_s": 36000, "degraded_s": 0, "unknown_s": 0},
                          "node-c": {"unhealthy_s": 0, "degraded_s": 0, "unknown_s": 86400}},
-        "incidents_by_code": {("xid:79", H100): (2, 6), ("xid:13", H100): (1, 50), ("xid:48", H100): (1, 1),
-                              ("aer_correctable", "unknown"): (1, 120)},
+        # (incidents, occurrences, entities, nodes): xid:79 hit PCI 0000:18:00.0 on node-a and on node-c,
+        # two entities although one address.
+        "incidents_by_code": {("xid:79", H100): (2, 6, 2, 2), ("xid:13", H100): (1, 50, 1, 1),
+                              ("xid:48", H100): (1, 1, 1, 1), ("aer_correctable", "unknown"): (1, 120, 1, 1)},
         "top_nodes": [("node-a", 1, 2), ("node-b", 1, 1), ("node-c", 1, 1), ("node-d", 0, 1)],
         "top_gpu": ("GPU-node-a-2", "S-node-a-2", 1),
         "followed_serial": [("S-MOVER", ["node-a", "node-c"])],
@@ -125,10 +129,52 @@ def expected(week: str) -> dict[str, Any]:
                     ("cleared", "set-healthy"): 1, ("cleared", "restored"): 1},
         "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
         | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
-        "mtbf": {H100: (17, 3, round(17 * 168 / 3, 1)), A100: (16, 0, None)},
+        # (GPUs, observed GPU-hours, failures, MTBF): node-e's 4 GPUs count from when they were first seen.
+        "mtbf": {H100: (21, 17 * 168 + 4 * 108, 3, round((17 * 168 + 4 * 108) / 3, 2)), A100: (16, 16 * 168, 0, None)},
         "multi_host": {"GPU-MOVER": "node-a -> node-c", "GPU-node-d-7": "node-d -> node-x"},
         "moved_clusters": {"GPU-node-d-7": "c -> c2"},
-        "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1},
+        "chassis": {"CH-node-a": 9, "CH-node-b": 8, "CH-node-c": 9, "CH-node-d": 8, "CH-node-x": 1, "CH-node-e": 4},
+    }  # fmt: skip
+
+
+def generate_fresh(store: Store, since: dt.datetime) -> None:
+    """A week in progress on a fresh install: gpuhealth started at ``since`` (whole seconds) on node-f (8 H100s);
+    a minute later GPU 0 hit Xid 79 (Unhealthy since) and reported its ECC and remapped-row counters.
+    Nothing else: the week's later days have not happened, and its charts have one day of data."""
+    t, t1 = ns(since), ns(since) + 60 * 10**9
+    store.connect()
+    c, db = store.client, store.database
+    c.insert(f"{db}.inventory", [_gpu("inv-node-f", t, "node-f", i, f"GPU-node-f-{i}", H100) for i in range(8)],
+             column_names=INVENTORY_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.health_states", [["hs-f", t1, "c", "node-f", "b", XID, "GPU-node-f-0", "Unhealthy", "Xid 79",
+                                      ["REBOOT_SYSTEM"], t1, [], "", ""]], column_names=HEALTH_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.incidents", [["inc-f", 1, t1, "c", "node-f", "b", XID, "0000:18:00.0", "xid:79", "Fatal",
+                                  "xid:79", 1, t1, t1, [], "GPU-node-f-0", "0000:18:00.0"]],
+             column_names=INCIDENT_COLUMNS)  # fmt: skip
+    c.insert(f"{db}.metrics", [[f"mf-{name}", t1, "c", "node-f", "0000:18:00.0", "GPU-node-f-0", name, v]
+                               for name, v in _fresh_counters().items()], column_names=METRIC_COLUMNS)  # fmt: skip
+
+
+def _fresh_counters() -> dict[str, float]:
+    """GPU 0's ECC and remapped-row counters as NVML gives them all: two corrected errors, a remapping pending."""
+    zero = ("ecc_dbe_aggregate", "ecc_sbe_volatile", "ecc_dbe_volatile", "remapped_rows_correctable",
+            "remapped_rows_uncorrectable", "remapped_rows_failure")  # fmt: skip
+    return {"ecc_sbe_aggregate": 2.0, "remapped_rows_pending": 1.0} | dict.fromkeys(zero, 0.0)
+
+
+def expected_fresh(since: dt.datetime, week: str, now: dt.datetime) -> dict[str, Any]:
+    """What the report says about generate_fresh's week at ``now``: GPU-hours observed from ``since`` (or the
+    week's start) to ``now`` (or the week's end), not the whole week; node-f Unhealthy from a minute after."""
+    start, end, _ = week_bounds(week)
+    upto, fault = min(now, end), since + dt.timedelta(minutes=1)
+    seconds = 8 * max(0.0, (upto - max(since, start)).total_seconds())
+    failures = int(start <= fault < upto)  # 0 when the week began less than a minute ago
+    day = fault.date().isoformat()
+    return {
+        "mtbf": {H100: (8, round(seconds / 3600, 2), failures,
+                        round(seconds / 3600 / failures, 2) if failures else None)},
+        "availability": {"node-f": (upto - max(fault, start)).total_seconds()},
+        "ecc_trend": {(day, name): (v, int(v > 0)) for name, v in _fresh_counters().items()} if failures else {},
     }  # fmt: skip
 
 
@@ -165,10 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--week", required=True)
     p.add_argument("--bulk-metrics", type=int, default=0)
     p.add_argument("--bulk-events", type=int, default=0)
+    p.add_argument("--fresh-since", type=dt.datetime.fromisoformat, metavar="ISO-TIME",
+                   help="instead of the week's fleet, a fresh install started then (generate_fresh)")  # fmt: skip
     args = p.parse_args(argv)
     store = Store(args.clickhouse)
     try:
-        generate(store, args.week, bulk_metrics=args.bulk_metrics, bulk_events=args.bulk_events)
+        if args.fresh_since:
+            generate_fresh(store, args.fresh_since)
+        else:
+            generate(store, args.week, bulk_metrics=args.bulk_metrics, bulk_events=args.bulk_events)
     finally:
         store.close()
     print(f"generated {args.week} in {store.target.redacted()}")

@@ -118,8 +118,17 @@ def render(fmt: str, label: str, start: dt.datetime, end: dt.datetime, secs: lis
 
 def _cell(v: Any) -> str:
     if isinstance(v, list):
-        return ", ".join(map(str, v))
+        return ", ".join(map(_cell, v))
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))  # ClickHouse sums counters as floats: 5 errors, not 5.0
     return "-" if v is None else str(v)
+
+
+def _html_cell(column: str, v: Any) -> str:
+    """A duration column (…_s) in the unit that fits, its seconds on hover."""
+    if column.endswith("_s") and isinstance(v, int | float):
+        return f'<td title="{_cell(v)} s">{html.escape(duration(v))}</td>'
+    return f"<td>{html.escape(_cell(v))}</td>"
 
 
 def _text(label: str, secs: list[Section]) -> str:
@@ -150,52 +159,131 @@ def _markdown(label: str, secs: list[Section]) -> str:
     return "\n".join(lines)
 
 
-# Charts: which column of which section, as horizontal bars (label column, value column).
+def _number(v: float) -> str:
+    """Integers as integers (5, not 5.0), anything else to one decimal."""
+    return f"{v:,.1f}".removesuffix(".0")
+
+
+def duration(seconds: float) -> str:
+    """In the largest unit it fills: 158 → '2.6 min', 36000 → '10 h', 94608 → '1.1 d' (0.0 h says nothing)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{_number(seconds / size)} {unit}"
+    return f"{_number(seconds)} s"
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A section as horizontal bars: one a row, labelled by ``label`` columns, one segment a ``values`` column
+    (column, legend, colour), longest first; ``scale`` brings a value to the unit ``fmt`` takes."""
+
+    name: str
+    label: tuple[str, ...]
+    values: tuple[tuple[str, str, str], ...]
+    fmt: Callable[[float], str] = _number
+    scale: float = 1.0
+
+
+BLUE = "#3b6ea8"
 CHARTS = {
-    "availability": ("node", "unhealthy_s", "hours Unhealthy", 1 / 3600),
-    "incidents_by_code": ("code", "incidents", "incidents", 1.0),
-    "top_nodes": ("node", "incidents", "incidents", 1.0),
-    "actions": ("action", "times", "times", 1.0),
-    "mtbf": ("model", "mtbf_hours", "MTBF, hours", 1.0),
-}
+    "availability": Chart("time not Healthy", ("node",), (("unhealthy_s", "Unhealthy", "#c0392b"),
+                          ("degraded_s", "Degraded", "#e67e22"), ("unknown_s", "Unknown", "#7f8c8d")), duration),
+    "incidents_by_code": Chart("incidents", ("code", "gpu_model"), (("incidents", "incidents", BLUE),)),
+    "top_nodes": Chart("incidents by node", ("node",), (("incidents", "incidents", BLUE),)),
+    "actions": Chart("repair actions", ("event", "action"), (("times", "times", BLUE),)),
+    "mtbf": Chart("MTBF", ("model",), (("mtbf_hours", "GPU-hours observed per failure", BLUE),), duration, 3600),
+}  # fmt: skip
+FONT_W = 7.5  # a generous width of one character at 12px, so that a label's room is never short
+BAR_X = 250  # where bars start: after a label of 30 characters
 
 
-def _bars(rows: list[dict[str, Any]], label: str, value: str, unit: str, scale: float) -> str:
-    data = [(str(r[label]), float(r[value] or 0) * scale) for r in rows[:15]]
+def _bar_rows(rows: list[dict[str, Any]], chart: Chart) -> list[tuple[str, list[float], str]]:
+    """(label, segment values, value text), longest bar first; a row with no value (an MTBF without a failure)
+    says so, last."""
+    out = []
+    for r in rows:
+        raw = [r[c] for c, _, _ in chart.values]
+        vals = [float(v or 0) * chart.scale for v in raw]
+        text = "no failures" if all(v is None for v in raw) else chart.fmt(sum(vals))
+        out.append((" ".join(str(r[c]) for c in chart.label if r[c] not in (None, "")), vals, text))
+    return sorted(out, key=lambda d: -sum(d[1]))[:15]
+
+
+def _bars(rows: list[dict[str, Any]], chart: Chart) -> str:
+    """Labels, then a bar a row with its value just after it, a legend when it has segments, the chart's name."""
+    data = _bar_rows(rows, chart)
     if not data:
         return ""
-    top = max(v for _, v in data) or 1.0
-    h, width = 22, 640
-    out = [f'<svg class="chart" width="{width}" height="{h * len(data) + 24}" role="img" '
-           f'aria-label="{html.escape(unit)}">']  # fmt: skip
-    for i, (name, v) in enumerate(data):
-        w = max(1, int((width - 260) * v / top))
-        y = i * h
-        out.append(f'<text x="0" y="{y + 15}" font-size="12">{html.escape(name[:32])}</text>'
-                   f'<rect x="220" y="{y + 3}" width="{w}" height="{h - 8}" fill="#3b6ea8"/>'
-                   f'<text x="{224 + w}" y="{y + 15}" font-size="12">{v:,.1f}</text>')  # fmt: skip
-    out.append(f'<text x="220" y="{h * len(data) + 18}" font-size="11" fill="#555">{html.escape(unit)}</text></svg>')
+    top = max(sum(v) for _, v, _ in data) or 1.0
+    h, width = 22, 720
+    room = int(FONT_W * max(len(t) for _, _, t in data)) + 12  # the value labels' room: none is clipped
+    legend = len(chart.values) > 1
+    out = [f'<svg class="chart" width="{width}" height="{h * len(data) + (44 if legend else 24)}" role="img" '
+           f'aria-label="{html.escape(chart.name)}">']  # fmt: skip
+    for i, (name, vals, text) in enumerate(data):
+        y, x = i * h, BAR_X
+        short = name if len(name) <= 30 else name[:29] + "…"
+        out.append(f'<text x="0" y="{y + 15}" font-size="12"><title>{html.escape(name)}</title>'
+                   f"{html.escape(short)}</text>")  # fmt: skip
+        segs = ""
+        for v, (_, _, colour) in zip(vals, chart.values, strict=True):
+            w = max(1, round((width - BAR_X - room) * v / top)) if v > 0 else 0
+            segs += f'<rect x="{x}" y="{y + 3}" width="{w}" height="{h - 8}" fill="{colour}"/>' if w else ""
+            x += w
+        out.append(f'<g class="bar">{segs}</g>' if segs else "")
+        out.append(f'<text class="value" x="{x + 4}" y="{y + 15}" font-size="12">{html.escape(text)}</text>')
+    out.append(_legend(chart, h * len(data) + 18) if legend else "")
+    out.append(f'<text x="{BAR_X}" y="{h * len(data) + (38 if legend else 18)}" font-size="11" fill="#555">'
+               f"{html.escape(chart.name)}</text></svg>")  # fmt: skip
     return "".join(out)
 
 
+def _legend(chart: Chart, y: int) -> str:
+    """Swatches in a row, each entry as wide as its text."""
+    out, x = [], BAR_X
+    for _, name, colour in chart.values:
+        out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{colour}"/>'
+                   f'<text x="{x + 14}" y="{y}" font-size="11">{html.escape(name)}</text>')  # fmt: skip
+        x += 14 + int(FONT_W * len(name)) + 16
+    return "".join(out)
+
+
+TREND_COLOURS = ["#3b6ea8", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2c3e50"]
+
+
 def _trend(rows: list[dict[str, Any]]) -> str:
-    """ECC per day: one polyline per counter."""
-    series: dict[str, list[tuple[str, float]]] = {}
+    """ECC per day: a line and a dot a day for each counter (one day of data is dots), and a legend with a
+    line of its own for each counter, so that long names never overlap."""
+    series: dict[str, dict[str, float]] = {}
     for r in rows:
-        series.setdefault(str(r["name"]), []).append((str(r["day"]), float(r["total"] or 0)))
+        series.setdefault(str(r["name"]), {})[str(r["day"])] = float(r["total"] or 0)
     if not series:
         return ""
-    days = sorted({d for s in series.values() for d, _ in s})
-    top = max((v for s in series.values() for _, v in s), default=1.0) or 1.0
-    w, h, colours = 640, 200, ["#3b6ea8", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#16a085", "#7f8c8d"]
-    out = [f'<svg class="chart" width="{w}" height="{h + 40}" role="img" aria-label="ECC per day">']
-    step = (w - 40) / max(1, len(days) - 1)
+    days = sorted({d for s in series.values() for d in s})
+    top = max(max(s.values()) for s in series.values()) or 1.0
+    left, w, h = 60, 620, 200
+
+    def x(day: str) -> int:  # the middle of the day's column: one day of data sits mid-chart
+        return round(left + w * (days.index(day) + 0.5) / len(days))
+
+    def y(v: float) -> int:
+        return round(10 + h - v / top * h)
+
+    out = [f'<svg class="chart" width="{left + w + 20}" height="{h + 40 + 16 * len(series)}" role="img" '
+           f'aria-label="ECC and remapped rows per day">',
+           f'<line x1="{left}" y1="{10 + h}" x2="{left + w}" y2="{10 + h}" stroke="#999"/>',
+           f'<text x="{left - 6}" y="{14 + h}" font-size="11" text-anchor="end">0</text>',
+           f'<text x="{left - 6}" y="14" font-size="11" text-anchor="end">{_number(top)}</text>']  # fmt: skip
+    out += [f'<text x="{x(d)}" y="{h + 26}" font-size="11" text-anchor="middle">{d[5:]}</text>' for d in days]
     for n, (name, pts) in enumerate(sorted(series.items())):
-        xy = " ".join(f"{20 + days.index(d) * step:.0f},{h - v / top * (h - 20):.0f}" for d, v in pts)
-        colour = colours[n % len(colours)]
-        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{xy}"/>'
-                   f'<text x="{20 + 150 * (n % 4)}" y="{h + 20 + 14 * (n // 4)}" font-size="11" '
-                   f'fill="{colour}">{html.escape(name)}</text>')  # fmt: skip
+        colour, points = TREND_COLOURS[n % len(TREND_COLOURS)], [(x(d), y(v)) for d, v in sorted(pts.items())]
+        if len(points) > 1:
+            xy = " ".join(f"{px},{py}" for px, py in points)
+            out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{xy}"/>')
+        out += [f'<circle cx="{px}" cy="{py}" r="3" fill="{colour}"/>' for px, py in points]
+        ly = h + 46 + 16 * n
+        out.append(f'<rect x="{left}" y="{ly - 9}" width="10" height="10" fill="{colour}"/>'
+                   f'<text x="{left + 14}" y="{ly}" font-size="11">{html.escape(name)}</text>')  # fmt: skip
     out.append("</svg>")
     return "".join(out)
 
@@ -216,12 +304,12 @@ def _html(label: str, start: dt.datetime, end: dt.datetime, secs: list[Section])
             parts.append("<p>None.</p>")
             continue
         if s.key in CHARTS:
-            parts.append(_bars(s.rows, *CHARTS[s.key]))
+            parts.append(_bars(s.rows, CHARTS[s.key]))
         elif s.key == "ecc_trend":
             parts.append(_trend(s.rows))
         parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in s.columns) + "</tr>")
         for r in s.rows:
-            parts.append("<tr>" + "".join(f"<td>{html.escape(_cell(r[c]))}</td>" for c in s.columns) + "</tr>")
+            parts.append("<tr>" + "".join(_html_cell(c, r[c]) for c in s.columns) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

@@ -426,9 +426,9 @@ def test_every_grafana_panel_runs_on_the_embedded_store_and_shows_the_generated_
     assert top == truth["top_nodes"]
     followed = [(r["serial"], r["nodes"].split(" -> ")) for r in results["GPUs whose faults follow their serial"]]
     assert followed == truth["followed_serial"]
-    by_code = {(r["code"], r["gpu_model"]): (r["incidents"], r["occurrences"])
+    by_code = {(r["code"], r["gpu_model"]): (r["incidents"], r["occurrences"], r["nodes"])
                for r in results["Incidents by code and GPU model"]}  # fmt: skip
-    assert by_code == truth["incidents_by_code"]
+    assert by_code == {k: (n, o, nodes) for k, (n, o, _, nodes) in truth["incidents_by_code"].items()}
     # Over time: node-steps in each health add up to the report's availability (hourly steps, ±1 at the edges).
     steps = results["Nodes not Healthy"]
     for column, key in (("Unhealthy", "unhealthy_s"), ("Degraded", "degraded_s"), ("Unknown", "unknown_s")):
