@@ -187,6 +187,7 @@ class Child:
 
 async def run_up(o: UpOptions) -> int:
     limits = limits_mod.load(o.rules_file)  # a bad rules file fails before anything starts
+    kmsg_file(o.kmsg_path)
     gid = localauth.prepare_data_dir(o.data_dir, localauth.operator_gid())
     existing = read_run_info(o.data_dir)
     if existing is not None and _alive(existing.pid):
@@ -227,27 +228,11 @@ async def run_up(o: UpOptions) -> int:
         children.insert(0, agent)  # stopped first: what it sent is then drained by the rest
         ready = await agent.start()
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
-        info = RunInfo(
-            pid=os.getpid(),
-            nats_url=url,
-            node=identity.node,
-            cluster=identity.cluster,
-            kmsg_path=str(o.kmsg_path),
-            allow_inject=True,
-            started_ns=now_ns(),
-            clickhouse=target.redacted(),
-            sources=sources,
-            embedded_nats=nats is not None,
-        )
+        info = RunInfo(pid=os.getpid(), nats_url=url, node=identity.node, cluster=identity.cluster,
+                       kmsg_path=str(o.kmsg_path), allow_inject=True, started_ns=now_ns(), clickhouse=target.redacted(),
+                       sources=sources, embedded_nats=nats is not None)  # fmt: skip
         write_run_info(o.data_dir, info, gid)
-        print(f"gpuhealth up on node {identity.node}", flush=True)
-        print(f"  nats:       {url}{' (embedded)' if nats else ''}", flush=True)
-        print(f"  clickhouse: {target.redacted()}", flush=True)
-        print(f"  data dir:   {o.data_dir}", flush=True)
-        for name, state in sources.items():
-            print(f"  source {name}: {state}", flush=True)
-        print("ready: Ctrl-C to stop", flush=True)
-        sd.ready(f"node {identity.node}: {len(sources)} sources")
+        _say_ready(info, o.data_dir)
         if sd.watchdog_interval() is not None:  # a task that ends at once would read as a service that died
             inside.tasks.append(asyncio.create_task(sd.watchdog(stop)))
         await _watch(children, stop, inside.tasks)
@@ -261,6 +246,25 @@ async def run_up(o: UpOptions) -> int:
             await nats.stop()
     print("gpuhealth stopped", flush=True)
     return 0
+
+
+def _say_ready(info: RunInfo, data_dir: Path) -> None:
+    print(f"gpuhealth up on node {info.node}", flush=True)
+    print(f"  nats:       {info.nats_url}{' (embedded)' if info.embedded_nats else ''}", flush=True)
+    print(f"  clickhouse: {info.clickhouse}", flush=True)
+    print(f"  data dir:   {data_dir}", flush=True)
+    for name, state in info.sources.items():
+        print(f"  source {name}: {state}", flush=True)
+    print("ready: Ctrl-C to stop", flush=True)
+    sd.ready(f"node {info.node}: {len(info.sources)} sources")
+
+
+def kmsg_file(path: Path) -> None:
+    """A kernel log file named but not there yet is made, empty, for the agent to follow: the README's first
+    example points up at one (--kmsg-path /tmp/kmsg) and injects into it. Never a device or a FIFO."""
+    if not path.exists() and path.parent.is_dir() and path.parent != Path("/dev"):
+        path.touch(mode=0o600)
+        log.info("made %s, an empty kernel log file, as --kmsg-path names it", path)
 
 
 class Inside:

@@ -335,3 +335,19 @@ def test_a_repeated_fault_is_one_incident_with_its_count(up_stack: Up) -> None:
     assert inc["severity"] and inc["first"] <= inc["last"]
     table = gpuctl("incidents", "--data-dir", str(up_stack.data_dir))
     assert table.returncode == 0 and "xid:31" in table.stdout
+
+
+def test_up_makes_the_kernel_log_file_it_is_pointed_at(tmp_path: Path) -> None:
+    """The README's first example, `gpuctl up --kmsg-path /tmp/kmsg` on a machine with no such file: the kernel
+    log was Unknown and inject-fault said "no such file" until up restarted."""
+    kmsg = tmp_path / "kmsg"
+    up = start_up(tmp_path / "data", kmsg)
+    try:
+        info = read_run_info(tmp_path / "data")
+        assert kmsg.is_file() and info is not None and "reading" in json.dumps(info.sources), info
+        data = str(up.data_dir)
+        r = gpuctl("inject-fault", "--xid", "79", "--pci", "0000:04:00.0", "--data-dir", data)
+        assert r.returncode == 0 and str(kmsg) in r.stdout, r.stderr
+        wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=30)
+    finally:
+        up.stop()
