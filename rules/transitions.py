@@ -84,9 +84,8 @@ def record_fault(
     fault.last = max(fault.last, ev.time)
     fault.event_ids = [*fault.event_ids[-7:], ev.id]
     fault.reason, fault.pci_bus_id = reason, pci
-    fault.severity = rule.severity or rule.health or (health_of(ladder[0]) if ladder else "Info")
-    if fault.severity == "Healthy":
-        fault.severity = "Info"
+    severity = rule.severity or rule.health or (health_of(ladder[0]) if ladder else "Info")
+    fault.severity = "Info" if severity == "Healthy" else severity
     # The ladder counts boots the node really went through: not one only a late or odd event names.
     if ev.boot_id and ev.boot_id not in fault.boots and (not late or ev.boot_id in state.past_boots):
         fault.boots.append(ev.boot_id)
