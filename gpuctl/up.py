@@ -15,18 +15,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import logging
 import os
 import sys
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from nats.aio.client import Client as NATS
 
 from gpuctl import privsep
 from gpuhealth import bus, localauth, natsconf, sd, sizing
-from gpuhealth.config import RunInfo, read_identity, read_run_info, remove_run_info, write_run_info
+from gpuhealth.config import LOCK, RunInfo, read_identity, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
 from gpuhealth.natsd import EmbeddedNats, die_with_parent
@@ -157,6 +160,7 @@ class Child:
                 str(write_fd),
                 pass_fds=(write_fd,),
                 preexec_fn=die_with_parent,
+                start_new_session=True,  # a terminal's Ctrl-C reaches up alone, which stops its children in order
                 stdin=asyncio.subprocess.DEVNULL,
                 env=self.env,
             )
@@ -186,47 +190,46 @@ class Child:
 
 
 async def run_up(o: UpOptions) -> int:
+    """Every stage on this node, started in order (NATS, the rules and the sink, the agent) and stopped in the
+    reverse order: the agent first, so that what it sent is drained by the rest, and NATS last. A SIGINT or
+    SIGTERM at any instant, start-up included, stops what has started and nothing waits on what has not."""
     limits = limits_mod.load(o.rules_file)  # a bad rules file fails before anything starts
     kmsg_file(o.kmsg_path)
     gid = localauth.prepare_data_dir(o.data_dir, localauth.operator_gid())
-    existing = read_run_info(o.data_dir)
-    if existing is not None and _alive(existing.pid):
-        raise ConfigError(f"gpuhealth is already running here (pid {existing.pid}, data dir {o.data_dir})")
+    _lock = take_lock(o.data_dir)  # held until up's process ends, however it ends
     identity = read_identity(proc_root=o.proc_root, cluster=o.cluster, node=o.node)
     user = privsep.service_user(o.service_user, data_gid=gid, needs_dir=o.clickhouse is None)
     stop = bus.stop_on_signals()
     # One node: the metrics bound counts its GPUs at its poll interval.
     here = sizing.Fleet(1, o.simulate_gpus if o.simulate_gpus is not None else 8, o.nvml_poll_interval or 10.0)
-    nats = None
+    nats, url = None, o.nats_url or ""
     # Each stage its own identity on our own server; on a given server, the environment's (as today).
     creds: dict[str, dict[str, str] | None] = {"rules": None, "sink": None}
     agent_env = None
-    if o.nats_url is None:
-        ids = localauth.identities(o.data_dir, identity.node, gid)
-        creds = {i.user: {"user": i.user, "password": i.password} for i in ids}
-        agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
-        room = sizing.store_bytes(sizing.limits(here))  # the bounds, not the disk, stop what is stored
-        nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids), max_store=room)
-        url = await nats.start()
-    else:
-        url = o.nats_url
     dsn = o.clickhouse or chdb_dsn(o.data_dir)
     target = target_mod.parse(dsn, password_file=o.clickhouse_password_file)
     children: list[Child] = []
     inside = Inside()
     try:
+        if o.nats_url is None:
+            ids = localauth.identities(o.data_dir, identity.node, gid)
+            creds = {i.user: {"user": i.user, "password": i.password} for i in ids}
+            agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
+            room = sizing.store_bytes(sizing.limits(here))  # the bounds, not the disk, stop what is stored
+            nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids), max_store=room)
+            url = await _unless(stop, nats.start())
         if user is None:
-            await inside.start(url, creds, Store(dsn, password_file=o.clickhouse_password_file,
-                                                 metrics_ttl_days=o.metrics_ttl_days), limits, here, stop)  # fmt: skip
+            store = Store(dsn, password_file=o.clickhouse_password_file, metrics_ttl_days=o.metrics_ttl_days)
+            await _unless(stop, inside.start(url, creds, store, limits, here, stop))
         else:
             if o.clickhouse is None:
                 privsep.give_store(o.data_dir, Path(target.path), user, gid)
             for stage in ("rules", "sink"):  # the rules first: they make the streams the sink reads
                 children.append(Child(stage, stage_argv(stage, url, o, user, here), env=stage_env(o, stage)))
-                await children[-1].start()
+                await _unless(stop, children[-1].start())
         agent = Child("agent", agent_argv(url, o, allow_inject=True), env=agent_env)
         children.insert(0, agent)  # stopped first: what it sent is then drained by the rest
-        ready = await agent.start()
+        ready = await _unless(stop, agent.start())
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
         info = RunInfo(pid=os.getpid(), nats_url=url, node=identity.node, cluster=identity.cluster,
                        kmsg_path=str(o.kmsg_path), allow_inject=True, started_ns=now_ns(), clickhouse=target.redacted(),
@@ -236,6 +239,8 @@ async def run_up(o: UpOptions) -> int:
         if sd.watchdog_interval() is not None:  # a task that ends at once would read as a service that died
             inside.tasks.append(asyncio.create_task(sd.watchdog(stop)))
         await _watch(children, stop, inside.tasks)
+    except _Stopped:
+        log.info("stopped while starting")
     finally:
         stop.set()
         remove_run_info(o.data_dir, os.getpid())
@@ -248,6 +253,30 @@ async def run_up(o: UpOptions) -> int:
     return 0
 
 
+T = TypeVar("T")
+
+
+class _Stopped(Exception):
+    """Told to stop while starting."""
+
+
+async def _unless(stop: asyncio.Event, step: Awaitable[T]) -> T:
+    """A step of start-up, cancelled if up is told to stop first (then _Stopped): start-up never waits on a
+    child that will not come, such as a nats-server a terminal's Ctrl-C already ended."""
+    task = asyncio.ensure_future(step)
+    told = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, told}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        told.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, GpuhealthError):
+            await task
+        raise _Stopped
+    return task.result()
+
+
 def _say_ready(info: RunInfo, data_dir: Path) -> None:
     print(f"gpuhealth up on node {info.node}", flush=True)
     print(f"  nats:       {info.nats_url}{' (embedded)' if info.embedded_nats else ''}", flush=True)
@@ -257,6 +286,24 @@ def _say_ready(info: RunInfo, data_dir: Path) -> None:
         print(f"  source {name}: {state}", flush=True)
     print("ready: Ctrl-C to stop", flush=True)
     sd.ready(f"node {info.node}: {len(info.sources)} sources")
+
+
+def take_lock(data_dir: Path) -> int:
+    """The data dir's lock, taken before anything starts and held by up's process for its life (the kernel lets
+    go when it ends, however it ends), with its pid in it: a second up says who runs here, and gpuctl status
+    says "starting" while the lock is held and run.json not yet written."""
+    fd = os.open(data_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise ConfigError(
+            f"gpuhealth is already running or starting here (pid {holder}, data dir {data_dir})"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def kmsg_file(path: Path) -> None:
@@ -326,16 +373,6 @@ def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
     store = sizing.human(sizing.store_bytes(lim))
     log.info("streams sized for %d nodes x %d GPUs: %s; store %s", fleet.nodes, fleet.gpus_per_node, each, store)
     return lim
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,

@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import bus, localauth, subjects
-from gpuhealth.config import read_run_info
+from gpuhealth.config import read_run_info, starting
 from gpuhealth.errors import (
     ConfigError,
     GpuhealthError,
@@ -35,6 +35,8 @@ def stack(data_dir: Path, nats_url: str | None, user: str = localauth.OPERATOR) 
         return nats_url, None
     info = read_run_info(data_dir)
     if info is None:
+        if (pid := starting(data_dir)) is not None:
+            raise NotRunningError(f"gpuhealth is starting (pid {pid}, data dir {data_dir}): try again in a moment")
         raise NotRunningError(f"no running gpuhealth found in {data_dir} (start it with 'gpuctl up', or pass --nats)")
     return info.nats_url, localauth.credentials(data_dir, user) if info.embedded_nats else None
 

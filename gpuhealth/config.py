@@ -6,6 +6,7 @@ Precedence for every setting: the command-line flag, then the environment
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import socket
@@ -123,6 +124,23 @@ class RunInfo(msgspec.Struct, kw_only=True):
 
 
 RUN_FILE = "run.json"
+LOCK = "up.lock"  # held by a running or starting gpuctl up, with its pid in it
+
+
+def starting(data_dir: Path) -> int | None:
+    """The pid of a gpuctl up that holds the data dir's lock (starting, or running), else None."""
+    try:
+        fd = os.open(data_dir / LOCK, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        return int(text) if text.isdigit() else -1
+    finally:
+        os.close(fd)  # with it, a shared lock taken
+    return None
 
 
 def write_run_info(data_dir: Path, info: RunInfo, gid: int | None = None) -> None:

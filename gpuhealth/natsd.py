@@ -99,6 +99,7 @@ class EmbeddedNats:
             stdout=log_file,
             stderr=log_file,
             preexec_fn=die_with_parent,
+            start_new_session=True,  # a terminal's Ctrl-C is for its parent, which stops it last
         )
         log_file.close()
         ports = self.dir / f"{Path(find_binary()).name}_{self.proc.pid}.ports"

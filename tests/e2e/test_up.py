@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import psutil
 
 from gpuhealth import client, subjects
 from gpuhealth.config import read_run_info
@@ -82,7 +83,7 @@ def test_status_exits_69_with_nothing_on_stdout_when_nothing_runs(tmp_path: Path
 
 
 def test_no_kernel_log_still_starts_and_says_so(tmp_path: Path) -> None:
-    up = start_up(tmp_path / "data", tmp_path / "no-such-kmsg")
+    up = start_up(tmp_path / "data", tmp_path / "no-such-dir" / "kmsg")  # a file in a dir up does not make
     try:
         assert "unavailable" in up.info.sources["kmsg"]
         wait_for(lambda: gpuctl("status", "--data-dir", str(up.data_dir)).returncode == 3, timeout=20)
@@ -351,3 +352,61 @@ def test_up_makes_the_kernel_log_file_it_is_pointed_at(tmp_path: Path) -> None:
         wait_for(lambda: gpuctl("status", "--data-dir", data).returncode == 2, timeout=30)
     finally:
         up.stop()
+
+
+def up_argv(data: Path, kmsg: Path) -> list[str]:
+    return [GPUCTL, "up", "--data-dir", str(data), "--kmsg-path", str(kmsg), "--node", "e2e-node",
+            "--api-listen", "127.0.0.1:0"]  # fmt: skip
+
+
+def test_ctrl_c_at_any_instant_of_start_up_stops_everything_within_3_s(tmp_path: Path) -> None:
+    """Issue #20: Ctrl-C (SIGINT to the terminal's process group) 0.5-1.0 s after start hung up 7 times in 7: the
+    embedded nats-server died at once and start-up waited for it; only kill -9 ended it."""
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    for i in range(20):
+        data = tmp_path / f"data{i}"
+        log = (tmp_path / f"up{i}.log").open("w")
+        proc = subprocess.Popen(up_argv(data, kmsg), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        group = set()
+        try:
+            time.sleep(0.3 + 0.1 * i)  # 0.3 to 2.2 s (before, the interpreter starts): every phase of start-up
+            group = {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+            sent = time.monotonic()
+            os.killpg(proc.pid, signal.SIGINT)
+            code = proc.wait(timeout=20)
+            took = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            log.close()
+        assert took < 3.0, (i, took, (tmp_path / f"up{i}.log").read_text()[-2000:])
+        assert code in (0, 130), (i, code, (tmp_path / f"up{i}.log").read_text()[-2000:])
+        _, alive = psutil.wait_procs([psutil.Process(p) for p in group if psutil.pid_exists(p)], timeout=5)
+        assert alive == [], (i, [p.cmdline() for p in alive])
+        assert read_run_info(data) is None
+        assert "Traceback" not in (tmp_path / f"up{i}.log").read_text(), i
+
+
+def test_a_second_up_on_one_data_dir_says_who_runs_it_and_status_says_it_starts(tmp_path: Path) -> None:
+    """Issue #20: two ups on one data dir both started a nats-server on the same store, and the second died with
+    'unexpected error: ProgrammingError(Unable to open the chdb engine)'; status said 'start it with gpuctl up'."""
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    data = tmp_path / "data"
+    first = subprocess.Popen(up_argv(data, kmsg), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)  # fmt: skip
+    try:
+        wait_for(lambda: (data / "up.lock").exists(), timeout=10, every=0.01)
+        r = gpuctl("status", "--data-dir", str(data))
+        if read_run_info(data) is None:  # still starting: it says so, and who
+            assert r.returncode == 69 and f"starting (pid {first.pid}," in r.stderr, r.stderr
+        second = gpuctl("up", "--data-dir", str(data), "--kmsg-path", str(kmsg), "--api-listen", "127.0.0.1:0")
+        assert second.returncode == 64, second.stderr
+        assert f"already running or starting here (pid {first.pid}" in second.stderr, second.stderr
+        assert "unexpected" not in second.stderr and second.stderr.count("\n") == 1
+        wait_for(lambda: read_run_info(data) is not None, timeout=60)
+        assert gpuctl("status", "--data-dir", str(data)).returncode in (0, 1, 2, 3)
+    finally:
+        os.killpg(first.pid, signal.SIGINT)
+        assert first.wait(timeout=20) in (0, 130)
