@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import errno
 import fcntl
 import logging
@@ -33,6 +34,10 @@ from producers.klog import Cursor, LogRecord, Position, Unusable, wait_readable
 log = logging.getLogger("gpuhealth.kmsg")
 
 MAX_RECORD = 16 * 1024  # /dev/kmsg records are < 8 KiB; a longer "line" in a file is garbage
+# A regular file has no readiness: inotify on its directory wakes the reader when anything there is written,
+# created, moved or removed (a write, a truncation, a rotation); the reader looks again at least this often.
+IDLE_LOOK_S = 5.0
+_IN_EVENTS = 0x2 | 0x4 | 0x80 | 0x100 | 0x200  # IN_MODIFY, IN_ATTRIB, IN_MOVED_TO, IN_CREATE, IN_DELETE
 TAIL = 256  # the bytes before a file's read offset kept to see it rewritten: more than a record's seq and usec
 
 
@@ -96,6 +101,7 @@ class KmsgSource:
         self._offset = 0
         self._tail = b""  # the file's last bytes read, which must still be there at the offset
         self.rewrites = 0  # times the file was replaced, truncated or rewritten: read again from its start
+        self._watch: _DirWatch | None = None
 
     def open(self, resume: Cursor | None = None) -> tuple[str, Position | None]:
         self._open()
@@ -143,6 +149,7 @@ class KmsgSource:
             elif stat.S_ISREG(st.st_mode):
                 self.fd, self.mode = os.open(self.path, os.O_RDONLY), "file"
                 self._inode, self._offset, self._buf, self._tail = st.st_ino, 0, b"", b""  # read again from its start
+                self._watch = self._watch or _watch(self.path.parent)
             else:
                 raise SourceError(errno.EINVAL, f"{self.path} is not a device, FIFO or file")
         except SourceError:
@@ -154,6 +161,9 @@ class KmsgSource:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     async def read_batch(
         self, stop: asyncio.Event, max_records: int = 2000, timeout: float | None = None
@@ -244,13 +254,46 @@ class KmsgSource:
             return _last_seq(f)
 
     async def _wait_readable(self, stop: asyncio.Event, timeout: float | None) -> None:
-        if self.mode == "file":
-            # A regular file has no readiness; a short poll is the honest way to follow it.
+        if self.mode == "file" and self._watch is not None:
+            wait = IDLE_LOOK_S if timeout is None else min(IDLE_LOOK_S, timeout)
+            await wait_readable(self._watch.fd, stop, wait)
+            self._watch.drain()
+        elif self.mode == "file":  # no inotify here (a filesystem without it): a short poll
             wait = self.poll_interval if timeout is None else min(self.poll_interval, timeout)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), wait)
-            return
-        await wait_readable(self.fd, stop, timeout)
+        else:
+            await wait_readable(self.fd, stop, timeout)
+
+
+def _watch(directory: Path) -> _DirWatch | None:
+    try:
+        return _DirWatch(directory)
+    except OSError as e:
+        log.info("%s; following the file by polling", e)
+        return None
+
+
+class _DirWatch:
+    """An inotify descriptor on one directory: readable when anything in it changed."""
+
+    def __init__(self, directory: Path) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0 or libc.inotify_add_watch(self.fd, os.fsencode(directory), _IN_EVENTS) < 0:
+            err = ctypes.get_errno()
+            self.close()
+            raise OSError(err, f"inotify on {directory}: {os.strerror(err)}")
+
+    def drain(self) -> None:
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.fd, 1 << 16):
+                pass
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 # ---------------------------------------------------------------- writing (inject-fault)

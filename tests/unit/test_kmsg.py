@@ -86,6 +86,24 @@ async def test_file_source_follows_growth_truncation_and_continuations(tmp_path:
     src.close()
 
 
+async def test_a_growing_file_wakes_its_reader_without_polling(tmp_path: Path, identity: NodeIdentity) -> None:
+    """Issue #20: the agent polled a kmsg file every 0.1 s (5 millicores doing nothing). Polled once a minute
+    here, it sees a line written in well under a second: inotify woke it."""
+    path = tmp_path / "kmsg"
+    path.touch()
+    src = KmsgSource(path, identity, poll_interval=60)
+    src.open()
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.2, append_record, path, "written while the reader sleeps", 3)
+    start = loop.time()
+    got = await src.read_batch(asyncio.Event(), timeout=30)
+    assert [parse_record(r).message for r in got] == ["written while the reader sleeps"]  # type: ignore[union-attr]
+    assert loop.time() - start < 3
+    path.write_bytes(b"")  # truncated: woken again, nothing to read, and no spin
+    assert await src.read_batch(asyncio.Event(), timeout=0.5) == []
+    src.close()
+
+
 async def test_fifo_source_reads_without_polling(tmp_path: Path, identity: NodeIdentity) -> None:
     path = tmp_path / "kmsg.fifo"
     os.mkfifo(path)
