@@ -86,6 +86,7 @@ def test_stages_in_their_own_processes_with_remote_injection(
 
     wait_for(lambda: injected("node-a").returncode == 0, timeout=30)
     assert "NVRM: Xid (PCI:0000:07:00): 48" in kmsg_a.read_text()
+    wait_for(lambda: injected("node-b").returncode != 69, timeout=30)  # its agent answering (69: none yet)
     refused = injected("node-b")
     assert refused.returncode == 77 and "not allowed" in refused.stderr
     assert kmsg_b.read_text() == ""
