@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import os
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from prometheus_client import Gauge
 from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
-from gpuhealth.errors import GpuhealthError
+from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import (
     EVENT_DECODER,
     HEALTH_DECODER,
@@ -107,6 +108,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="HOST:PORT",
         help="the local GPUd-compatible API and /metrics (default 127.0.0.1:15132; 'off': none)",
     )
+    p.add_argument("--api-tls", choices=("on", "off"), default="on",
+                   help="HTTPS, as GPUd serves it (default on: a self-signed certificate in the data dir)")  # fmt: skip
+    p.add_argument("--api-tls-cert", type=Path, default=None, help="the API's certificate (PEM) instead of its own")
+    p.add_argument("--api-tls-key", type=Path, default=None, help="the key of --api-tls-cert (PEM)")
     p.add_argument(
         "--checks", "--plugins", dest="checks", action="append", type=Path, default=None, metavar="FILE",
         help="custom checks in GPUd's plugin format (repeatable; default: /etc/gpuhealth/checks.yaml if present)",
@@ -282,7 +287,7 @@ async def run(args: argparse.Namespace) -> int:
                     bus.redact(args.nats), outbox.spool.dir)  # fmt: skip
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
     if api is not None:
-        sources["api"] = f"ok: http://{api.address}"
+        sources["api"] = f"ok: {api.url}"
     sources["bus"] = "ok: " + bus.redact(args.nats) if connected.is_set() else outbox.bus
     sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
     if specs:
@@ -396,13 +401,30 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
                               default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
     token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
+    tls = api_tls_context(args, state_dir)
     try:
-        server = api_mod.Api(view, actions, args.api_listen, token=token)
+        server = api_mod.Api(view, actions, args.api_listen, token=token, tls=tls)
     except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
         log.error("local API not started on %s: %s", args.api_listen, e)
         return None
     server.start()
     return server
+
+
+def api_tls_context(args: argparse.Namespace, state_dir: Path) -> ssl.SSLContext | None:
+    """The API's TLS: off, the operator's certificate, or the agent's own (made at the first start)."""
+    given = (args.api_tls_cert, args.api_tls_key)
+    if given.count(None) == 1:
+        raise ConfigError("--api-tls-cert and --api-tls-key go together")
+    if args.api_tls == "off":
+        if args.api_tls_cert is not None:
+            raise ConfigError("--api-tls-cert with --api-tls off: a certificate would not be used")
+        return None
+    from producers import api_tls  # only an agent serving HTTPS needs it
+
+    if args.api_tls_cert is not None:
+        return api_tls.server_context(args.api_tls_cert, args.api_tls_key)
+    return api_tls.own_context(state_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ import collections
 import datetime as dt
 import logging
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -223,21 +224,30 @@ class Actions:
 
 
 class Api:
-    """The API on ``listen``; writes need ``token`` (api_auth), every request is bounded by ``limits``."""
+    """The API on ``listen``, over HTTPS given ``tls`` (api_tls); writes need ``token`` (api_auth), every
+    request is bounded by ``limits``."""
 
     def __init__(
-        self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN, *, token: str, limits: Limits | None = None
+        self,
+        view: View,
+        actions: Actions,
+        listen: str = DEFAULT_LISTEN,
+        *,
+        token: str,
+        limits: Limits | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         host, _, port = listen.rpartition(":")
         self.view, self.actions, self.token = view, actions, token
         handler = type("Handler", (_Handler,), {"api": self})
-        self.server = Server(host.strip("[]") or "127.0.0.1", int(port), handler, limits or Limits())
+        self.server = Server(host.strip("[]") or "127.0.0.1", int(port), handler, limits or Limits(), tls)
         bound_host, bound_port = self.server.address
         self.address = f"{bound_host}:{bound_port}" if ":" not in bound_host else f"[{bound_host}]:{bound_port}"
+        self.url = f"{'https' if tls else 'http'}://{self.address}"
 
     def start(self) -> None:
         self.server.start()
-        log.info("local API on http://%s (writes need the bearer token)", self.address)
+        log.info("local API on %s (writes need the bearer token)", self.url)
 
     def close(self) -> None:
         self.server.close()
