@@ -42,7 +42,7 @@ from gpuhealth.events import (
     now_ns,
 )
 from producers import api as api_mod
-from producers import api_auth, check_spec, checks, host, injections, journald, poller, sysfs
+from producers import api_auth, check_spec, checks, host, injections, journald, machine, poller, sysfs
 from producers import outbox as outbox_mod
 from producers import spool as spool_mod
 from producers.api_http import ClientError
@@ -180,7 +180,8 @@ async def run(args: argparse.Namespace) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
-    view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
+    view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
+                        host=machine.host_facts(args.proc_root))  # fmt: skip
     # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
     outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
                     on_sent=lambda items: note_published(view, items))  # fmt: skip

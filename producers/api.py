@@ -49,8 +49,9 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
+from producers import machine
 from producers.api_auth import check_bearer
-from producers.api_doc import COMPONENT_LIST, OPENAPI
+from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO
 from producers.api_http import ClientError, GuardedHandler, Limits
 from producers.api_server import Server
 from producers.kernel import xid_line
@@ -86,6 +87,7 @@ class View:
     metrics: dict[str, MetricBatch] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
+    host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -168,6 +170,11 @@ class View:
             return sorted({c for c, _ in self.states} | {e.component for e in self.events})
 
     def machine_info(self) -> dict[str, Any]:
+        """GPUd's /machine-info (machine.py)."""
+        return machine.machine_info(self.identity, self.inventory, self.host)
+
+    def own_machine_info(self) -> dict[str, Any]:
+        """gpuhealth's own inventory view, as it was at /machine-info before GPUd's shape took that path."""
         i, inv = self.identity, self.inventory
         gpus = [{"index": g.index, "uuid": g.uuid, "serial": g.serial, "pciBusId": g.pci_bus_id, "name": g.name}
                 for g in (inv.gpus if inv else [])]  # fmt: skip
@@ -323,6 +330,8 @@ class _Handler(GuardedHandler):
             self.respond(200, {"status": "ok", "version": "v1"})
         elif url.path == "/machine-info":
             self.respond(200, view.machine_info())
+        elif url.path == OWN_MACHINE_INFO:
+            self.respond(200, view.own_machine_info())
         elif url.path == "/v1/states":
             self.respond(200, view.states_json(components))
         elif url.path == "/v1/events":
