@@ -49,11 +49,12 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
-from producers import machine
+from producers import gpud_detail, machine
 from producers.api_auth import check_bearer
 from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO
 from producers.api_http import ClientError, GuardedHandler, Limits
 from producers.api_server import Server
+from producers.host import OS_COMPONENT
 from producers.kernel import xid_line
 
 log = logging.getLogger("gpuhealth.api")
@@ -137,7 +138,23 @@ class View:
         if not components or AGENT_COMPONENT in components:
             for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
                 grouped.setdefault(AGENT_COMPONENT, []).append(_no_room(stream, why))
+        for component, data in self._details().items():
+            if components and component not in components:
+                continue
+            info = gpud_detail.extra_info(data)
+            rows = grouped.setdefault(component, [])
+            for row in rows:  # GPUd's clients require the data on every state of a detail component
+                row["extra_info"] = info
+            if not rows:  # no rule says anything of it: as GPUd, one Healthy state named after it
+                rows.append(_detail_state(component, info))
         return [{"component": c, "states": s} for c, s in grouped.items()]
+
+    def _details(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            batches = list(self.metrics.values())
+        host = next((b for b in batches if b.component == OS_COMPONENT), None)
+        total = self.host.get("memoryInfo", {}).get("totalBytes")
+        return {**gpud_detail.gpu_payloads(batches), **gpud_detail.host_payloads(host, total)}
 
     def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
         with self.lock:
@@ -181,6 +198,12 @@ class View:
         driver, cuda = (inv.driver_version, inv.cuda_driver_version) if inv else (None, None)
         return {"node": i.node, "cluster": i.cluster, "machineID": i.machine_id, "bootID": i.boot_id,
                 "gpuDriverVersion": driver, "cudaVersion": cuda, "gpuCount": len(gpus), "gpus": gpus}  # fmt: skip
+
+
+def _detail_state(component: str, info: dict[str, str]) -> dict[str, Any]:
+    return {"time": _iso(time.time_ns()), "component": component, "name": component, "health": "Healthy",
+            "reason": "no issue found", "suggested_actions": {"description": "", "repair_actions": []},
+            "extra_info": info}  # fmt: skip
 
 
 def _no_room(stream: str, why: str) -> dict[str, Any]:

@@ -23,7 +23,9 @@ _S, _ARR = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
 _TIME = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": "^[0-9]{1,10}$"},
                    {"type": "string", "maxLength": 0}]}  # fmt: skip
 _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason": _S,
-                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR})})  # fmt: skip
+                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR}),
+                  "extra_info": _schema({"data": _S, "encoding": _S})},  # GPUd's detail components: JSON in data
+                 ["time", "component", "name", "health", "reason", "suggested_actions"])  # fmt: skip
 _EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [
     _schema({"kernel_message": _schema({
