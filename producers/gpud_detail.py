@@ -104,6 +104,14 @@ GPU_DETAIL: dict[str, tuple[str, Callable[[Values], Row | None]]] = {
 }
 
 
+def _processes(b: MetricBatch) -> Row:
+    """GPUd's running_processes, and the processes list Flow's parser reads (its own names: both are given)."""
+    return {"get_compute_running_processes_supported": True,
+            "running_processes": [{"pid": p.pid, "gpu_used_memory_bytes": p.used_memory_bytes} for p in b.processes],
+            "processes": [{"pid": p.pid, "name": p.name, "used_gpu_memory_bytes": p.used_memory_bytes}
+                          for p in b.processes]}  # fmt: skip
+
+
 def gpu_payloads(batches: list[MetricBatch]) -> dict[str, dict[str, list[Row]]]:
     """Each GPU detail component's data, one row per GPU that gave its values, in GPU order."""
     gpus = sorted((b for b in batches if b.gpu_uuid), key=lambda b: b.pci_bus_id or "")
@@ -113,6 +121,9 @@ def gpu_payloads(batches: list[MetricBatch]) -> dict[str, dict[str, list[Row]]]:
                 for b in gpus if (row := row_of(b.values)) is not None]  # fmt: skip
         if rows:
             out[component] = {key: rows}
+    if gpus:
+        rows = [{"uuid": b.gpu_uuid, "bus_id": b.pci_bus_id or ""} | _processes(b) for b in gpus]
+        out["accelerator-nvidia-processes"] = {"processes": rows}
     return out
 
 

@@ -60,6 +60,7 @@ def test_flow_collects_the_fake_nvmls_values_over_https(node: Up) -> None:
         assert (g.name, g.temperature_c, g.power_draw_w, g.power_limit_w) == ("NVIDIA H100 80GB HBM3", 34, 71, 700)
         assert (g.memory_used_mb, g.memory_total_mb) == (555_745_280 // 2**20, 81_559_420_928 // 2**20)
         assert (g.clock_mhz, g.gpu_utilization_pct, g.ecc_errors, g.nvlink_status) == (345, 0, 0, "healthy")
+        assert g.processes == []  # the fake runs none
     assert system.memory_total_gb > 0 and 0 < system.memory_used_gb < system.memory_total_gb
     assert 0 < system.disk_usage_pct <= 100 and 0 < system.cpu_usage_pct <= 100
     assert {s.component for s in states} >= {"accelerator-nvidia-temperature", "cpu", "memory", "disk"}

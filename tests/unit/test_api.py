@@ -98,8 +98,8 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     info = get(base, "/gpuhealth/v1/machine-info")  # gpuhealth's own view, beside GPUd's /machine-info
     assert (info["node"], info["gpuCount"], info["gpus"][0]["uuid"]) == ("gpu-07", 1, "GPU-1")
     # What a GPUd client reads from /v1/states: component, then each state's fields.
-    comp, temperature = get(base, "/v1/states")  # the rule's state, and GPUd's detail from the metric batch
-    assert temperature["component"] == "accelerator-nvidia-temperature"
+    comp, *details = get(base, "/v1/states")  # the rule's state, and GPUd's details from the metric batch
+    assert [d["component"] for d in details] == ["accelerator-nvidia-temperature", "accelerator-nvidia-processes"]
     [state] = comp["states"]
     assert comp["component"] == "accelerator-nvidia-error-xid"
     assert set(state) == {"time", "component", "name", "health", "reason", "suggested_actions"}

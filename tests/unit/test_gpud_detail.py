@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpuhealth.events import HealthState, MetricBatch
+from gpuhealth.events import GpuProcess, HealthState, MetricBatch
 from producers.gpud_detail import gpu_payloads, host_payloads
 from tests.unit.test_api import T, view
 
@@ -18,9 +18,10 @@ BUSY = {"temperature_gpu_c": 61.0, "temperature_memory_c": 70.0, "temperature_sl
 
 
 def batch(values: dict[str, float], uuid: str | None = "GPU-1", entity: str = "0000:18:00.0",
-          component: str = "gpu") -> MetricBatch:  # fmt: skip
+          component: str = "gpu", processes: list[GpuProcess] | None = None) -> MetricBatch:  # fmt: skip
     return MetricBatch(id="m", time=T, cluster="c", node="gpu-07", source="nvml", component=component, entity=entity,
-                       gpu_uuid=uuid, pci_bus_id=entity if uuid else None, values=values)  # fmt: skip
+                       gpu_uuid=uuid, pci_bus_id=entity if uuid else None, values=values,
+                       processes=processes or [])  # fmt: skip
 
 
 def test_gpu_payloads_in_gpuds_names_and_units() -> None:
@@ -43,9 +44,16 @@ def test_gpu_payloads_in_gpuds_names_and_units() -> None:
     assert [(s["link"], s["crc_errors"], s["replay_errors"]) for s in links] == [(0, 0, 0), (1, 4, 0)]
 
 
+def test_processes_in_gpuds_names_and_flows() -> None:
+    p = gpu_payloads([batch({}, processes=[GpuProcess(pid=4242, name="python", used_memory_bytes=3 * 2**30)])])
+    [row] = p["accelerator-nvidia-processes"]["processes"]
+    assert row["running_processes"] == [{"pid": 4242, "gpu_used_memory_bytes": 3 * 2**30}]  # GPUd's
+    assert row["processes"] == [{"pid": 4242, "name": "python", "used_gpu_memory_bytes": 3 * 2**30}]  # Flow reads
+
+
 def test_a_value_nvml_did_not_give_leaves_its_row_out() -> None:
     p = gpu_payloads([batch({"temperature_gpu_c": 40.0})])
-    assert list(p) == ["accelerator-nvidia-temperature"]  # no power row of zeros that would read as 0 W
+    assert list(p) == ["accelerator-nvidia-temperature", "accelerator-nvidia-processes"]  # no power row of 0 W
 
 
 def test_host_payloads_from_the_hosts_batch() -> None:
