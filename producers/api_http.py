@@ -194,7 +194,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def respond(
         self, code: int, body: Any, content_type: str = "application/json", headers: dict[str, str] | None = None
     ) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()  # as Go writes it
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))

@@ -122,3 +122,9 @@ def test_an_operators_certificate_is_used_and_a_wrong_one_refused(tmp_path: Path
     with pytest.raises(ConfigError, match="go together"):
         api_tls_context(argparse.Namespace(api_tls="on", api_tls_cert=cert, api_tls_key=None), tmp_path)
     assert api_tls_context(argparse.Namespace(api_tls="off", api_tls_cert=None, api_tls_key=None), tmp_path) is None
+
+
+def test_healthz_is_the_bytes_gpuds_go_client_compares(https: Api) -> None:
+    """client/v1 CheckHealthz: 200 and bytes.Equal to Go's json.Marshal of {"status":"ok","version":"v1"}."""
+    status, _, body = rawhttp.exchange(https.url, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (status, body) == (200, b'{"status":"ok","version":"v1"}')
