@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -195,6 +195,15 @@ ApiListenOpt = Annotated[
     str,
     typer.Option("--api-listen", help="the agent's local GPUd-compatible API and /metrics, HOST:PORT ('off': none)"),
 ]
+ApiTlsOpt = Annotated[
+    Literal["on", "off"],
+    typer.Option("--api-tls", help="serve the API over HTTPS, as GPUd does (a self-signed certificate in the data "
+                 "dir), or not"),
+]  # fmt: skip
+ApiTlsCertOpt = Annotated[
+    Path | None, typer.Option("--api-tls-cert", help="the API's certificate (PEM) instead of its self-signed one")
+]
+ApiTlsKeyOpt = Annotated[Path | None, typer.Option("--api-tls-key", help="the key of --api-tls-cert (PEM)")]
 MetricsListenOpt = Annotated[
     str | None,
     typer.Option("--metrics-listen", help="serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)"),

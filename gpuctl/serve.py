@@ -14,6 +14,9 @@ import typer
 from gpuctl import privsep
 from gpuctl.options import (
     ApiListenOpt,
+    ApiTlsCertOpt,
+    ApiTlsKeyOpt,
+    ApiTlsOpt,
     ChecksOpt,
     ClickhouseOpt,
     ClickhousePasswordFileOpt,
@@ -96,6 +99,9 @@ def up(
     host_interval: HostIntervalOpt = None,
     rules_file: RulesFileOpt = None,
     api_listen: ApiListenOpt = "127.0.0.1:15132",
+    api_tls: ApiTlsOpt = "on",
+    api_tls_cert: ApiTlsCertOpt = None,
+    api_tls_key: ApiTlsKeyOpt = None,
     checks: ChecksOpt = None,
     service_user: ServiceUserOpt = None,
 ) -> None:
@@ -124,6 +130,9 @@ def up(
         host_interval=host_interval,
         rules_file=rules_file,
         api_listen=api_listen,
+        api_tls=api_tls,
+        api_tls_cert=api_tls_cert,
+        api_tls_key=api_tls_key,
         checks=checks,
         service_user=service_user,
     )
@@ -148,6 +157,9 @@ def serve_agent(
     sysfs_interval: SysfsIntervalOpt = None,
     host_interval: HostIntervalOpt = None,
     api_listen: ApiListenOpt = "127.0.0.1:15132",
+    api_tls: ApiTlsOpt = "on",
+    api_tls_cert: ApiTlsCertOpt = None,
+    api_tls_key: ApiTlsKeyOpt = None,
     checks: ChecksOpt = None,
 ) -> None:
     """The node agent. Hands over to a lean process that holds no CLI framework."""
@@ -170,6 +182,9 @@ def serve_agent(
         sysfs_interval=sysfs_interval,
         host_interval=host_interval,
         api_listen=api_listen,
+        api_tls=api_tls,
+        api_tls_cert=api_tls_cert,
+        api_tls_key=api_tls_key,
         checks=checks,
     )
     argv = agent_argv(nats, opts, allow_inject=allow_inject)

@@ -61,6 +61,9 @@ class UpOptions:
     host_interval: float | None = None
     rules_file: Path | None = None
     api_listen: str = "127.0.0.1:15132"
+    api_tls: str = "on"
+    api_tls_cert: Path | None = None
+    api_tls_key: Path | None = None
     clickhouse_password_file: Path | None = None
     metrics_ttl_days: int | None = None
     checks: list[Path] | None = None
@@ -99,7 +102,10 @@ def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
         argv.append("--journal")
     if o.journal_dir is not None:
         argv += ["--journal-dir", str(o.journal_dir)]
-    argv += ["--api-listen", o.api_listen]
+    argv += ["--api-listen", o.api_listen, "--api-tls", o.api_tls]
+    for flag, path in (("--api-tls-cert", o.api_tls_cert), ("--api-tls-key", o.api_tls_key)):
+        if path is not None:
+            argv += [flag, str(path.resolve())]
     for path in o.checks or []:
         argv += ["--checks", str(path.resolve())]
     if allow_inject:

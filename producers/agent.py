@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ from prometheus_client import Gauge
 from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
-from gpuhealth.errors import GpuhealthError
+from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import (
     EVENT_DECODER,
     HEALTH_DECODER,
@@ -42,7 +43,7 @@ from gpuhealth.events import (
     now_ns,
 )
 from producers import api as api_mod
-from producers import api_auth, check_spec, checks, host, injections, journald, poller, sysfs
+from producers import api_auth, check_spec, checks, host, injections, journald, machine, poller, sysfs
 from producers import outbox as outbox_mod
 from producers import spool as spool_mod
 from producers.api_http import ClientError
@@ -108,6 +109,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="HOST:PORT",
         help="the local GPUd-compatible API and /metrics (default 127.0.0.1:15132; 'off': none)",
     )
+    p.add_argument("--api-tls", choices=("on", "off"), default="on",
+                   help="HTTPS, as GPUd serves it (default on: a self-signed certificate in the data dir)")  # fmt: skip
+    p.add_argument("--api-tls-cert", type=Path, default=None, help="the API's certificate (PEM) instead of its own")
+    p.add_argument("--api-tls-key", type=Path, default=None, help="the key of --api-tls-cert (PEM)")
     p.add_argument(
         "--checks", "--plugins", dest="checks", action="append", type=Path, default=None, metavar="FILE",
         help="custom checks in GPUd's plugin format (repeatable; default: /etc/gpuhealth/checks.yaml if present)",
@@ -179,7 +184,8 @@ async def run(args: argparse.Namespace) -> int:
         log.error("cannot create %s: %s", state_dir, e)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
-    view = api_mod.View(identity, registry=telemetry.REGISTRY)  # with the bus's own metrics
+    view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
+                        host=machine.host_facts(args.proc_root))  # fmt: skip
     # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
     outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
                     on_sent=lambda items: note_published(view, items))  # fmt: skip
@@ -292,7 +298,7 @@ async def run(args: argparse.Namespace) -> int:
                     bus.redact(args.nats), outbox.spool.dir)  # fmt: skip
     sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
     if api is not None:
-        sources["api"] = f"ok: http://{api.address}"
+        sources["api"] = f"ok: {api.url}"
     sources["bus"] = "ok: " + bus.redact(args.nats) if connected.is_set() else outbox.bus
     sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
     if specs:
@@ -434,13 +440,30 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
     except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused
         log.error("the local API refuses writes: cannot keep its token in %s: %s", state_dir, e)
         token = secrets.token_urlsafe(32)
+    tls = api_tls_context(args, state_dir)
     try:
-        server = api_mod.Api(view, actions, args.api_listen, token=token)
+        server = api_mod.Api(view, actions, args.api_listen, token=token, tls=tls)
     except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
         log.error("local API not started on %s: %s", args.api_listen, e)
         return None
     server.start()
     return server
+
+
+def api_tls_context(args: argparse.Namespace, state_dir: Path) -> ssl.SSLContext | None:
+    """The API's TLS: off, the operator's certificate, or the agent's own (made at the first start)."""
+    given = (args.api_tls_cert, args.api_tls_key)
+    if given.count(None) == 1:
+        raise ConfigError("--api-tls-cert and --api-tls-key go together")
+    if args.api_tls == "off":
+        if args.api_tls_cert is not None:
+            raise ConfigError("--api-tls-cert with --api-tls off: a certificate would not be used")
+        return None
+    from producers import api_tls  # only an agent serving HTTPS needs it
+
+    if args.api_tls_cert is not None:
+        return api_tls.server_context(args.api_tls_cert, args.api_tls_key)
+    return api_tls.own_context(state_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ import collections
 import datetime as dt
 import logging
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -48,10 +49,12 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
+from producers import gpud_detail, machine
 from producers.api_auth import check_bearer
-from producers.api_doc import COMPONENT_LIST, OPENAPI
+from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO
 from producers.api_http import ClientError, GuardedHandler, Limits
 from producers.api_server import Server
+from producers.host import OS_COMPONENT
 from producers.kernel import xid_line
 
 log = logging.getLogger("gpuhealth.api")
@@ -85,6 +88,7 @@ class View:
     metrics: dict[str, MetricBatch] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
+    host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -134,7 +138,23 @@ class View:
         if not components or AGENT_COMPONENT in components:
             for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
                 grouped.setdefault(AGENT_COMPONENT, []).append(_no_room(stream, why))
+        for component, data in self._details().items():
+            if components and component not in components:
+                continue
+            info = gpud_detail.extra_info(data)
+            rows = grouped.setdefault(component, [])
+            for row in rows:  # GPUd's clients require the data on every state of a detail component
+                row["extra_info"] = info
+            if not rows:  # no rule says anything of it: as GPUd, one Healthy state named after it
+                rows.append(_detail_state(component, info))
         return [{"component": c, "states": s} for c, s in grouped.items()]
+
+    def _details(self) -> dict[str, dict[str, Any]]:
+        with self.lock:
+            batches = list(self.metrics.values())
+        host = next((b for b in batches if b.component == OS_COMPONENT), None)
+        total = self.host.get("memoryInfo", {}).get("totalBytes")
+        return {**gpud_detail.gpu_payloads(batches), **gpud_detail.host_payloads(host, total)}
 
     def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
         with self.lock:
@@ -167,12 +187,23 @@ class View:
             return sorted({c for c, _ in self.states} | {e.component for e in self.events})
 
     def machine_info(self) -> dict[str, Any]:
+        """GPUd's /machine-info (machine.py)."""
+        return machine.machine_info(self.identity, self.inventory, self.host)
+
+    def own_machine_info(self) -> dict[str, Any]:
+        """gpuhealth's own inventory view, as it was at /machine-info before GPUd's shape took that path."""
         i, inv = self.identity, self.inventory
         gpus = [{"index": g.index, "uuid": g.uuid, "serial": g.serial, "pciBusId": g.pci_bus_id, "name": g.name}
                 for g in (inv.gpus if inv else [])]  # fmt: skip
         driver, cuda = (inv.driver_version, inv.cuda_driver_version) if inv else (None, None)
         return {"node": i.node, "cluster": i.cluster, "machineID": i.machine_id, "bootID": i.boot_id,
                 "gpuDriverVersion": driver, "cudaVersion": cuda, "gpuCount": len(gpus), "gpus": gpus}  # fmt: skip
+
+
+def _detail_state(component: str, info: dict[str, str]) -> dict[str, Any]:
+    return {"time": _iso(time.time_ns()), "component": component, "name": component, "health": "Healthy",
+            "reason": "no issue found", "suggested_actions": {"description": "", "repair_actions": []},
+            "extra_info": info}  # fmt: skip
 
 
 def _no_room(stream: str, why: str) -> dict[str, Any]:
@@ -223,21 +254,30 @@ class Actions:
 
 
 class Api:
-    """The API on ``listen``; writes need ``token`` (api_auth), every request is bounded by ``limits``."""
+    """The API on ``listen``, over HTTPS given ``tls`` (api_tls); writes need ``token`` (api_auth), every
+    request is bounded by ``limits``."""
 
     def __init__(
-        self, view: View, actions: Actions, listen: str = DEFAULT_LISTEN, *, token: str, limits: Limits | None = None
+        self,
+        view: View,
+        actions: Actions,
+        listen: str = DEFAULT_LISTEN,
+        *,
+        token: str,
+        limits: Limits | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         host, _, port = listen.rpartition(":")
         self.view, self.actions, self.token = view, actions, token
         handler = type("Handler", (_Handler,), {"api": self})
-        self.server = Server(host.strip("[]") or "127.0.0.1", int(port), handler, limits or Limits())
+        self.server = Server(host.strip("[]") or "127.0.0.1", int(port), handler, limits or Limits(), tls)
         bound_host, bound_port = self.server.address
         self.address = f"{bound_host}:{bound_port}" if ":" not in bound_host else f"[{bound_host}]:{bound_port}"
+        self.url = f"{'https' if tls else 'http'}://{self.address}"
 
     def start(self) -> None:
         self.server.start()
-        log.info("local API on http://%s (writes need the bearer token)", self.address)
+        log.info("local API on %s (writes need the bearer token)", self.url)
 
     def close(self) -> None:
         self.server.close()
@@ -313,6 +353,8 @@ class _Handler(GuardedHandler):
             self.respond(200, {"status": "ok", "version": "v1"})
         elif url.path == "/machine-info":
             self.respond(200, view.machine_info())
+        elif url.path == OWN_MACHINE_INFO:
+            self.respond(200, view.own_machine_info())
         elif url.path == "/v1/states":
             self.respond(200, view.states_json(components))
         elif url.path == "/v1/events":

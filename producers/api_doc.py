@@ -23,7 +23,9 @@ _S, _ARR = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
 _TIME = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": "^[0-9]{1,10}$"},
                    {"type": "string", "maxLength": 0}]}  # fmt: skip
 _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason": _S,
-                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR})})  # fmt: skip
+                  "suggested_actions": _schema({"description": _S, "repair_actions": _ARR}),
+                  "extra_info": _schema({"data": _S, "encoding": _S})},  # GPUd's detail components: JSON in data
+                 ["time", "component", "name", "health", "reason", "suggested_actions"])  # fmt: skip
 _EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [
     _schema({"kernel_message": _schema({
@@ -32,6 +34,13 @@ _INJECTION = {"anyOf": [
     _schema({"xid": _schema({"id": {"type": "integer", "minimum": 1, "maximum": 65535}})}),
 ]}  # fmt: skip
 _ERROR = {"description": "error", "content": {"application/json": {"schema": _schema({"error": _S})}}}
+# GPUd's api/v1 MachineInfo: what its clients require (Flow: gpuInfo.gpus, a list of objects), and our node.
+_GPU = _schema({"uuid": _S, "busID": _S, "sn": _S, "index": {"type": "integer"}, "name": _S}, ["busID", "index"])
+_MACHINE_INFO = _schema({"gpudVersion": _S, "machineID": _S, "bootID": _S, "hostname": _S, "node": _S,
+                         "cluster": _S, "gpuInfo": _schema({"product": _S, "gpus": {"type": "array", "items": _GPU}},
+                                                           ["gpus"])},
+                        ["gpudVersion", "machineID", "bootID", "node", "cluster", "gpuInfo"])  # fmt: skip
+OWN_MACHINE_INFO = "/gpuhealth/v1/machine-info"  # gpuhealth's own inventory view, beside GPUd's
 _COMPONENTS = [{"name": "components", "in": "query", "required": False, "schema": _S,
                 "description": "comma-separated component names"}]  # fmt: skip
 
@@ -74,7 +83,8 @@ OPENAPI: dict[str, Any] = {
     },
     "paths": {
         "/healthz": {"get": {"responses": _ok(_schema({"status": _S, "version": _S}))}},
-        "/machine-info": {
+        "/machine-info": {"get": {"responses": _ok(_MACHINE_INFO)}},
+        OWN_MACHINE_INFO: {
             "get": {
                 "responses": _ok(
                     _schema(

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
@@ -94,15 +95,16 @@ class _SocketReader(io.RawIOBase):
             return n
         try:
             return self.sock.recv_into(out)
-        except BlockingIOError:
+        except (BlockingIOError, ssl.SSLWantReadError):
             return None  # nothing yet on a socket in non-blocking mode
 
 
 class Connection:
     """One client's socket and reader, kept across the requests of a kept-alive connection."""
 
-    def __init__(self, sock: socket.socket, address: Any) -> None:
+    def __init__(self, sock: socket.socket, address: Any, *, handshaking: bool = False) -> None:
         self.sock, self.address = sock, address
+        self.handshaking = handshaking  # TLS: the selector steps the handshake before any request
         self.raw = _SocketReader(sock)
         self.rfile = io.BufferedReader(self.raw)
         self.wfile = sock.makefile("wb")
@@ -192,7 +194,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
     def respond(
         self, code: int, body: Any, content_type: str = "application/json", headers: dict[str, str] | None = None
     ) -> None:
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()  # as Go writes it
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))

@@ -10,6 +10,10 @@
 - At most ``max_connections`` are open; at the cap a new one closes the connection idle the longest, and
   only when all are at work do new ones wait in the kernel's backlog (``backlog``).
 
+- Over TLS (``tls``, the default of the agent, as GPUd has it) the handshake is the selector's too, on a
+  non-blocking socket, within the new connection's ``idle_timeout``: a client that connects and stalls its
+  handshake holds no thread either.
+
 What one request may hold (its head, body and JSON) is ``api_http``'s.
 """
 
@@ -21,6 +25,7 @@ import logging
 import queue
 import selectors
 import socket
+import ssl
 import threading
 import time
 
@@ -32,12 +37,14 @@ log = logging.getLogger("gpuhealth.api")
 class Server:
     """A listening socket, a selector thread and a pool of workers running ``handler`` per request."""
 
-    def __init__(self, host: str, port: int, handler: type[GuardedHandler], limits: Limits) -> None:
+    def __init__(
+        self, host: str, port: int, handler: type[GuardedHandler], limits: Limits, tls: ssl.SSLContext | None = None
+    ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.create_server((host, port), family=family, backlog=limits.backlog)
         self.sock.setblocking(False)
         self.address: tuple[str, int] = self.sock.getsockname()[:2]
-        self.handler, self.limits = handler, limits
+        self.handler, self.limits, self.tls = handler, limits, tls
         self._selector = selectors.DefaultSelector()
         self._ready: queue.SimpleQueue[Connection | None] = queue.SimpleQueue()
         self._back: queue.SimpleQueue[Connection] = queue.SimpleQueue()
@@ -114,6 +121,8 @@ class Server:
             if conn.sock.fileno() < 0:  # closed meanwhile (the server is closing)
                 continue
             conn.sock.setblocking(False)
+            if not conn.draining:
+                self._take_pending(conn)
             if not conn.draining and conn.head_arrived(self.limits.max_head):
                 self._dispatch(conn)  # a pipelined request, already read
             else:
@@ -133,8 +142,10 @@ class Server:
                 throttled_log(logging.WARNING, "api: accept failed: %s", e)
                 self._set_accepting(False)
                 return
-            conn = Connection(sock, address)
             sock.setblocking(False)
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+            conn = Connection(sock, address, handshaking=self.tls is not None)
             conn.deadline = time.monotonic() + self.limits.idle_timeout
             with self._lock:
                 self._open.add(conn)
@@ -164,22 +175,49 @@ class Server:
             if n == 0 or conn.drained > self.limits.linger_bytes:
                 self._forget(conn)
             return
+        if conn.handshaking and not self._handshake(conn):
+            return
         early = conn.raw.early
-        try:  # the head is read here, however slowly it comes: a worker only takes whole heads
-            n = conn.sock.recv_into(self._scratch, max(1, self.limits.max_head - len(early)))
-        except BlockingIOError:
-            return
-        except OSError:
-            n = 0
-        if n == 0:  # closed, or reset, before a request
+        while True:  # the head is read here, however slowly it comes: a worker only takes whole heads
+            try:
+                n = conn.sock.recv_into(self._scratch, max(1, self.limits.max_head - len(early)))
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return
+            except OSError:
+                n = 0
+            if n == 0:  # closed, or reset, before a request
+                self._forget(conn)
+                return
+            if not early:  # the head's clock starts at its first byte
+                conn.deadline = time.monotonic() + self.limits.read_timeout
+            early += self._scratch[:n]
+            if conn.head_arrived(self.limits.max_head):
+                self._selector.unregister(conn.sock)
+                self._dispatch(conn)
+                return
+            if not _pending(conn.sock):  # TLS may hold decrypted bytes the selector cannot see: read those now
+                return
+
+    def _handshake(self, conn: Connection) -> bool:
+        """One step of a TLS handshake; True once it is done."""
+        assert isinstance(conn.sock, ssl.SSLSocket)
+        try:
+            conn.sock.do_handshake()
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False
+        except (OSError, ValueError) as e:  # plain HTTP on the HTTPS port, a scanner, a client that went
+            log.debug("api %s: TLS handshake failed: %s", conn.address[0], e)
             self._forget(conn)
-            return
-        if not early:  # the head's clock starts at its first byte
-            conn.deadline = time.monotonic() + self.limits.read_timeout
-        early += self._scratch[:n]
-        if conn.head_arrived(self.limits.max_head):
-            self._selector.unregister(conn.sock)
-            self._dispatch(conn)
+            return False
+        conn.handshaking = False
+        return True
+
+    @staticmethod
+    def _take_pending(conn: Connection) -> None:
+        """What TLS decrypted but no one read yet (a pipelined request), into the head's buffer."""
+        with contextlib.suppress(OSError):
+            while n := _pending(conn.sock):
+                conn.raw.early += conn.sock.recv(n)
 
     def _dispatch(self, conn: Connection) -> None:
         conn.sock.settimeout(self.limits.read_timeout)  # each read or write; the deadline bounds the whole
@@ -256,3 +294,7 @@ class Server:
             return False, h.body_unread
         conn.unread()  # a pipelined next request goes back to the selector, which waits for its whole head
         return True, False
+
+
+def _pending(sock: socket.socket) -> int:
+    return sock.pending() if isinstance(sock, ssl.SSLSocket) else 0

@@ -37,6 +37,8 @@ NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
 NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
 NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
 NVML_FI_DEV_MEMORY_TEMP = 82
+NVML_CLOCK_GRAPHICS = 0
+NVML_CLOCK_MEM = 2
 NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
 NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
 NVML_VOLATILE_ECC = 0
@@ -151,6 +153,7 @@ class FakeGpu:
     util_memory: int = 0
     memory_total: int = 81_559_420_928
     memory_used: int = 555_745_280
+    clocks_mhz: dict[int, int] = field(default_factory=lambda: {NVML_CLOCK_GRAPHICS: 345, NVML_CLOCK_MEM: 2619})  # idle
     ecc: dict[tuple[int, int], int] = field(default_factory=dict)  # (error type, counter type) → count
     retired: dict[int, int] = field(default_factory=dict)  # cause → pages
     retired_pending: int = NVML_FEATURE_DISABLED
@@ -338,6 +341,9 @@ class FakeNvml:
 
     def nvmlDeviceGetPowerUsage(self, handle: Any) -> int:
         return self._gpu("nvmlDeviceGetPowerUsage", handle).power_mw
+
+    def nvmlDeviceGetClockInfo(self, handle: Any, clock_type: int) -> int:
+        return self._gpu("nvmlDeviceGetClockInfo", handle).clocks_mhz[clock_type]
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
         return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_mw

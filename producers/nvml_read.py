@@ -115,6 +115,8 @@ def _memory_and_ecc(s: _Sampler) -> None:
 
 def _clocks(s: _Sampler) -> None:
     n = s.n
+    s.get("clock_graphics_mhz", "nvmlDeviceGetClockInfo", n.NVML_CLOCK_GRAPHICS)
+    s.get("clock_memory_mhz", "nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM)
     reasons = s.read("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons")
     if reasons is None:
         return

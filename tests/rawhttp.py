@@ -1,4 +1,5 @@
-"""HTTP/1.1 spoken badly on purpose, over plain sockets: the local API's tests, written as an attacker would."""
+"""HTTP/1.1 spoken badly on purpose, over plain sockets or TLS (an ``https://`` address, the agent's default):
+the local API's tests, written as an attacker would."""
 
 from __future__ import annotations
 
@@ -9,14 +10,25 @@ import os
 import re
 import select
 import socket
+import ssl
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
+# As GPUd's clients dial it: TLS without verifying the self-signed certificate (tests that verify it say so).
+UNVERIFIED = ssl.create_default_context()
+UNVERIFIED.check_hostname, UNVERIFIED.verify_mode = False, ssl.CERT_NONE
+
+
+def host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.removeprefix("http://").removeprefix("https://").rpartition(":")
+    return host.strip("[]"), int(port)
+
 
 def connect(address: str, timeout: float = 10) -> socket.socket:
-    host, _, port = address.removeprefix("http://").rpartition(":")
-    return socket.create_connection((host, int(port)), timeout=timeout)
+    host, port = host_port(address)
+    sock = socket.create_connection((host, port), timeout=timeout)
+    return UNVERIFIED.wrap_socket(sock, server_hostname=host) if address.startswith("https://") else sock
 
 
 def answer(sock: socket.socket) -> tuple[int | None, dict[str, str], bytes]:
@@ -63,11 +75,11 @@ def push(address: str, head: bytes, chunks: Iterable[bytes], timeout: float = 30
                 break  # it answered (or closed) without waiting for the rest
             try:
                 s.sendall(chunk)
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError):  # it closed after answering
                 break
             sent += len(chunk)
         with contextlib.suppress(OSError):
-            s.shutdown(socket.SHUT_WR)
+            socket.socket.shutdown(s, socket.SHUT_WR)  # TCP's half-close: SSLSocket's own would drop its TLS state
         return answer(s)[0], sent
 
 
@@ -83,9 +95,9 @@ def chunked(n: int) -> Iterable[bytes]:
     yield b"0\r\n\r\n"
 
 
-async def _one(host: str, port: int, path: str) -> tuple[float, int]:
+async def _one(host: str, port: int, path: str, tls: ssl.SSLContext | None) -> tuple[float, int]:
     t = time.monotonic()
-    reader, writer = await asyncio.open_connection(host, port)
+    reader, writer = await asyncio.open_connection(host, port, ssl=tls)
     try:
         writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
         await writer.drain()
@@ -99,13 +111,14 @@ async def _one(host: str, port: int, path: str) -> tuple[float, int]:
 
 
 async def _flood(address: str, paths: list[str], total: int, concurrency: int) -> list[tuple[float, int]]:
-    host, _, port = address.removeprefix("http://").rpartition(":")
+    host, port = host_port(address)
+    tls = UNVERIFIED if address.startswith("https://") else None
     gate = asyncio.Semaphore(concurrency)
 
     async def one(i: int) -> tuple[float, int]:
         async with gate:
             try:
-                return await asyncio.wait_for(_one(host, int(port), paths[i % len(paths)]), 60)
+                return await asyncio.wait_for(_one(host, port, paths[i % len(paths)], tls), 60)
             except (OSError, TimeoutError):
                 return 60.0, 0
 
@@ -127,9 +140,9 @@ def closed_by_peer(sock: socket.socket) -> bool:
     sock.setblocking(False)
     try:
         return sock.recv(1) == b""
-    except BlockingIOError:
+    except (BlockingIOError, ssl.SSLWantReadError):
         return False
-    except ConnectionError:
+    except (ConnectionError, ssl.SSLError):
         return True
 
 

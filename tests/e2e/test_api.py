@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import Up, wait_for
+from tests.e2e.conftest import Up, running, wait_for
 
 
 def api(up: Up) -> str:
     return up.info.sources["api"].removeprefix("ok: ")
 
 
+def tls(up: Up) -> ssl.SSLContext:
+    """HTTPS, verified against the certificate the agent made in its data dir."""
+    return ssl.create_default_context(cafile=up.data_dir / "agent" / "api-cert.pem")
+
+
 def get(up: Up, path: str) -> Any:
-    with urllib.request.urlopen(api(up) + path, timeout=10) as r:
+    with urllib.request.urlopen(api(up) + path, timeout=10, context=tls(up)) as r:
         body = r.read()
         return json.loads(body) if r.headers["Content-Type"].startswith("application/json") else body.decode()
 
@@ -25,7 +32,7 @@ def post(up: Up, path: str, body: object) -> Any:
     token = (up.data_dir / "agent" / "api-token").read_text().strip()  # writes need it; root can read it
     headers = {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
     req = urllib.request.Request(api(up) + path, data=json.dumps(body).encode(), method="POST", headers=headers)
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=10, context=tls(up)) as r:
         return json.loads(r.read())
 
 
@@ -36,6 +43,7 @@ def gpud_states(up: Up) -> dict[tuple[str, str], tuple[str, list[str]]]:
 
 
 def test_the_api_serves_the_nodes_states_events_and_metrics(up_stack: Up) -> None:
+    assert api(up_stack).startswith("https://127.0.0.1:")  # HTTPS by default, as GPUd serves it
     assert get(up_stack, "/healthz") == {"status": "ok", "version": "v1"}
     assert get(up_stack, "/machine-info")["node"] == "e2e-node"
     # An Xid injected through the API, GPUd's way, goes through the whole pipeline and comes back as a state.
@@ -54,3 +62,11 @@ def test_the_api_serves_the_nodes_states_events_and_metrics(up_stack: Up) -> Non
 
     post(up_stack, "/v1/health-states/set-healthy?components=accelerator-nvidia-error-xid", {"reason": "replaced"})
     wait_for(lambda: gpud_states(up_stack)[("accelerator-nvidia-error-xid", "0000:04:00.0")][0] == "Healthy")
+
+
+def test_api_tls_off_serves_plain_http(tmp_path: Path) -> None:
+    with running(tmp_path, "--api-tls", "off") as up:
+        assert api(up).startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(api(up) + "/healthz", timeout=10) as r:
+            assert json.loads(r.read()) == {"status": "ok", "version": "v1"}
+        assert not (up.data_dir / "agent" / "api-cert.pem").exists()  # no certificate made that nothing uses

@@ -98,8 +98,9 @@ def test_set_healthy_needs_the_token(stack: Up) -> None:
 
 
 UNPRIVILEGED = r"""
-import json, sys, urllib.error, urllib.request
+import json, ssl, sys, urllib.error, urllib.request
 base, path = sys.argv[1], sys.argv[2]
+tls = ssl._create_unverified_context()  # as GPUd's clients dial it: the certificate is self-signed
 try:
     token = open(path).read().strip()
 except OSError as e:
@@ -112,7 +113,7 @@ for auth in ({}, {"Authorization": "Bearer " + token}):
     req = urllib.request.Request(base + "/v1/health-states/set-healthy?components=accelerator-nvidia-error-xid",
                                  data=b"{}", method="POST", headers=auth)
     try:
-        codes.append(urllib.request.urlopen(req, timeout=10).status)
+        codes.append(urllib.request.urlopen(req, timeout=10, context=tls).status)
     except urllib.error.HTTPError as e:
         codes.append(e.code)
 print(json.dumps({"read": read, "codes": codes}))
@@ -215,6 +216,8 @@ def test_a_flood_is_served_promptly_and_events_still_flow(stack: Up) -> None:
         f"max {max(seconds) * 1000:.0f} ms; agent RSS {before:.1f} MB, peak {peak:.1f} MB"
     )
     assert [c for _, c in results].count(200) == 2000
-    assert p99 < 1.0
+    # Over TLS, as the agent serves by default: each of the 2000 is a handshake, this test's single thread doing
+    # the client's half. Measured on the 2-core machine: p99 0.10 s in plain HTTP, 0.65 s over TLS.
+    assert p99 < 2.0
     assert peak - before < GROWTH_MB
     inject_xid(stack, 48, "0000:07:00")  # the agent still reads the kernel log and publishes

@@ -48,7 +48,7 @@ class Agent:
             self.proc = subprocess.Popen(  # noqa: ASYNC220
                 [*self.wrap, sys.executable, "-m", "producers.agent", "--nats", self.url, "--node", "node-1", "--simulate-gpus",
                  "1", "--kmsg-path", str(self.tmp / "kmsg"), "--data-dir", str(self.tmp / "data"), "--sysfs-root",
-                 str(self.tmp / "nosys"), "--api-listen", "127.0.0.1:0", "--ready-fd", str(write_fd), *self.extra],
+                 str(self.tmp / "nosys"), "--api-listen", "127.0.0.1:0", "--api-tls", "off", "--ready-fd", str(write_fd), *self.extra],
                 pass_fds=(write_fd,), stdout=log, stderr=log,
             )  # fmt: skip
         os.close(write_fd)

@@ -35,8 +35,18 @@ class Recorder:
         return len(components)
 
 
+HOST = {
+    "kernelVersion": "6.8.0",
+    "operatingSystem": "linux",
+    "hostname": "gpu-07",
+    "osImage": "Ubuntu 24.04 LTS",
+    "cpuInfo": {"architecture": "x86_64", "logicalCores": 224},
+    "memoryInfo": {"totalBytes": 2 * 2**40},
+}
+
+
 def view() -> View:
-    v = View(NodeIdentity("c", "gpu-07", "m-1", "b-1", 0))
+    v = View(NodeIdentity("c", "gpu-07", "m-1", "b-1", 1_795_033_600 * 10**9), host=HOST)
     v.inventory = Inventory(id="i", time=T, cluster="c", node="gpu-07", source="nvml", component="inventory",
                             gpus=[GpuInfo(index=0, pci_bus_id="0000:18:00.0", uuid="GPU-1", serial="S1",
                                           name="NVIDIA H100 80GB HBM3")], driver_version="550.90.07")  # fmt: skip
@@ -85,10 +95,11 @@ def post(base: str, path: str, body: object) -> tuple[int, Any]:
 def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     base, _ = server
     assert get(base, "/healthz") == {"status": "ok", "version": "v1"}
-    info = get(base, "/machine-info")
+    info = get(base, "/gpuhealth/v1/machine-info")  # gpuhealth's own view, beside GPUd's /machine-info
     assert (info["node"], info["gpuCount"], info["gpus"][0]["uuid"]) == ("gpu-07", 1, "GPU-1")
     # What a GPUd client reads from /v1/states: component, then each state's fields.
-    [comp] = get(base, "/v1/states")
+    comp, *details = get(base, "/v1/states")  # the rule's state, and GPUd's details from the metric batch
+    assert [d["component"] for d in details] == ["accelerator-nvidia-temperature", "accelerator-nvidia-processes"]
     [state] = comp["states"]
     assert comp["component"] == "accelerator-nvidia-error-xid"
     assert set(state) == {"time", "component", "name", "health", "reason", "suggested_actions"}
@@ -102,6 +113,21 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     [m] = get(base, "/v1/metrics")
     assert {x["name"] for x in m["metrics"]} == {"temperature_gpu_c", "power_w"}
     assert get(base, "/v1/components") == ["accelerator-nvidia-error-xid"]
+
+
+def test_machine_info_in_gpuds_shape(server: tuple[str, Recorder]) -> None:
+    """GPUd's api/v1 MachineInfo as its clients read it (Flow: gpuInfo.gpus[].uuid/busID), node and cluster added."""
+    base, _ = server
+    info = get(base, "/machine-info")
+    assert info["gpuInfo"] == {"product": "NVIDIA H100 80GB HBM3", "manufacturer": "NVIDIA",
+                               "gpus": [{"uuid": "GPU-1", "busID": "0000:18:00.0", "sn": "S1", "index": 0,
+                                         "name": "NVIDIA H100 80GB HBM3"}]}  # fmt: skip
+    assert info["gpudVersion"] == "gpuhealth-0.1.0" and info["gpuDriverVersion"] == "550.90.07"
+    assert (info["machineID"], info["bootID"], info["node"], info["cluster"]) == ("m-1", "b-1", "gpu-07", "c")
+    assert (info["hostname"], info["kernelVersion"], info["osImage"]) == ("gpu-07", "6.8.0", "Ubuntu 24.04 LTS")
+    assert info["memoryInfo"] == {"totalBytes": 2 * 2**40} and info["cpuInfo"]["logicalCores"] == 224
+    assert info["uptime"] == "2026-11-18T20:26:40Z"  # the boot time, as Go marshals metav1.Time
+    assert "gpus" not in info and "gpuCount" not in info  # gpuhealth's own shape moved to its own path
 
 
 def test_prometheus_text(server: tuple[str, Recorder]) -> None:

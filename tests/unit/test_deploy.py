@@ -54,6 +54,14 @@ def test_the_validator_refuses_a_misspelt_field() -> None:
         kubernetes_validate.validate(doc, "1.30.0", strict=True)
 
 
+def test_the_agents_probe_speaks_the_apis_scheme() -> None:
+    """The agent serves HTTPS unless told --api-tls off: a plain-HTTP probe would keep every pod unready."""
+    [container] = documents(K8S / "agent.yaml")[0]["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    tls_off = "--api-tls" in args and args[args.index("--api-tls") + 1] == "off"
+    assert container["readinessProbe"]["httpGet"].get("scheme", "HTTP") == ("HTTP" if tls_off else "HTTPS")
+
+
 def test_the_kustomization_names_files_that_exist_or_that_nats_config_writes() -> None:
     k = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     assert {r for r in k["resources"]} == {p.name for p in MANIFESTS}
