@@ -20,10 +20,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from nats.aio.client import Client as NATS
 
@@ -223,19 +221,19 @@ async def run_up(o: UpOptions) -> int:
             agent_env = localauth.child_env(o.data_dir, natsconf.agent_user(identity.node), os.environ)
             room = sizing.store_bytes(sizing.limits(here))  # the bounds, not the disk, stop what is stored
             nats = EmbeddedNats(o.data_dir, port=o.nats_port, auth=localauth.server_auth(ids), max_store=room)
-            url = await _unless(stop, nats.start())
+            url = await bus.unless_stopped(nats.start(), stop)
         if user is None:
             store = Store(dsn, password_file=o.clickhouse_password_file, metrics_ttl_days=o.metrics_ttl_days)
-            await _unless(stop, inside.start(url, creds, store, limits, here, stop))
+            await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop), stop)
         else:
             if o.clickhouse is None:
                 privsep.give_store(o.data_dir, Path(target.path), user, gid)
             for stage in ("rules", "sink"):  # the rules first: they make the streams the sink reads
                 children.append(Child(stage, stage_argv(stage, url, o, user, here), env=stage_env(o, stage)))
-                await _unless(stop, children[-1].start())
+                await bus.unless_stopped(children[-1].start(), stop)
         agent = Child("agent", agent_argv(url, o, allow_inject=True), env=agent_env)
         children.insert(0, agent)  # stopped first: what it sent is then drained by the rest
-        ready = await _unless(stop, agent.start())
+        ready = await bus.unless_stopped(agent.start(), stop)
         sources = {str(k): str(v) for k, v in dict(ready.get("sources", {})).items()}  # type: ignore[call-overload]
         info = RunInfo(pid=os.getpid(), nats_url=url, node=identity.node, cluster=identity.cluster,
                        kmsg_path=str(o.kmsg_path), allow_inject=True, started_ns=now_ns(), clickhouse=target.redacted(),
@@ -245,7 +243,7 @@ async def run_up(o: UpOptions) -> int:
         if sd.watchdog_interval() is not None:  # a task that ends at once would read as a service that died
             inside.tasks.append(asyncio.create_task(sd.watchdog(stop)))
         await _watch(children, stop, inside.tasks)
-    except _Stopped:
+    except bus.Stopped:
         log.info("stopped while starting")
     finally:
         stop.set()
@@ -257,30 +255,6 @@ async def run_up(o: UpOptions) -> int:
             await nats.stop()
     print("gpuhealth stopped", flush=True)
     return 0
-
-
-T = TypeVar("T")
-
-
-class _Stopped(Exception):
-    """Told to stop while starting."""
-
-
-async def _unless(stop: asyncio.Event, step: Awaitable[T]) -> T:
-    """A step of start-up, cancelled if up is told to stop first (then _Stopped): start-up never waits on a
-    child that will not come, such as a nats-server a terminal's Ctrl-C already ended."""
-    task = asyncio.ensure_future(step)
-    told = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, told}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        told.cancel()
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, GpuhealthError):
-            await task
-        raise _Stopped
-    return task.result()
 
 
 def _say_ready(info: RunInfo, data_dir: Path) -> None:

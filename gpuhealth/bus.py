@@ -25,7 +25,7 @@ import signal
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 import nats.errors
@@ -46,6 +46,7 @@ from gpuhealth.backoff import Backoff
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
 
+T = TypeVar("T")
 log = logging.getLogger("gpuhealth.bus")
 
 
@@ -339,6 +340,27 @@ async def shutdown(nc: NATS, timeout: int = 5) -> None:
     with contextlib.suppress(nats.errors.Error, asyncio.TimeoutError):
         await nc.flush(timeout=timeout)
     await nc.close()
+
+
+class Stopped(Exception):
+    """What a step that gave way to a stop raises (``unless_stopped``)."""
+
+
+async def unless_stopped(step: Awaitable[T], stop: asyncio.Event) -> T:
+    """``step``'s result, or Stopped the moment ``stop`` is set first (the step cancelled): nothing that stops
+    waits on a step that will not end, a long poll or a child that will not come."""
+    task = asyncio.ensure_future(step)
+    told = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, told}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        told.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    raise Stopped
 
 
 def stop_on_signals() -> asyncio.Event:

@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Generic, NamedTuple, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Generic, NamedTuple, TypeVar
 
 import msgspec
 import nats.errors
@@ -25,7 +25,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from gpuhealth import subjects, telemetry
 from gpuhealth.backoff import Backoff
-from gpuhealth.bus import publish_batch
+from gpuhealth.bus import Stopped, publish_batch, unless_stopped
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, derived_id, encode, now_ns
 from gpuhealth.jetstream import ConsumerGone, Puller, StoreFullError, StreamUnavailableError, connection_of
 
@@ -131,8 +131,8 @@ class Consumer(Generic[T]):
         delays = Backoff(first=0.2, cap=2.0)
         while not stop.is_set():
             try:
-                msgs = await _unless_stopped(puller.fetch(self.batch, timeout=IDLE_POLL_S), stop)
-            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                msgs = await unless_stopped(puller.fetch(self.batch, timeout=IDLE_POLL_S), stop)
+            except (Stopped, nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 return
             except nats.errors.Error as e:
                 # While a cluster elects the consumer's new leader every fetch fails at once: back off
@@ -348,22 +348,6 @@ class Consumer(Generic[T]):
             return e
         self.processed += len(items)
         return None
-
-
-async def _unless_stopped(fetch: Coroutine[Any, Any, list[Msg]], stop: asyncio.Event) -> list[Msg]:
-    """The fetch's messages, or none once ``stop`` is set (the long poll given up: a stage stops at once)."""
-    task = asyncio.ensure_future(fetch)
-    told = asyncio.ensure_future(stop.wait())
-    try:
-        await asyncio.wait({task, told}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        told.cancel()
-    if task.done():
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, nats.errors.Error):
-        await task
-    return []
 
 
 def _one_line(error: BaseException) -> str:
