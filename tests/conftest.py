@@ -20,7 +20,8 @@ from gpuhealth.natsd import EmbeddedNats
 from sinks.clickhouse import Store
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# `just mutate` runs the tests from a copy (mutants/) and names the shared tree where it really is.
+SHARED = Path(os.environ.get("GPUHEALTH_SHARED") or REPO.parent / "shared")
 
 
 def need(ok: bool, what: str) -> None:
