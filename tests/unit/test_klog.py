@@ -1,0 +1,104 @@
+"""The kernel log pipeline's promises on a real nats-server: the cursor passes a record only once
+JetStream acknowledged its event, and a record that is no record is dead-lettered, never dropped."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, subjects
+from gpuhealth.config import NodeIdentity
+from gpuhealth.events import DLQ_DECODER, EVENT_DECODER, DeadLetter, KernelEvent
+from producers.klog import Cursor, KernelLogProducer, load_cursor
+from producers.kmsg import KmsgSource
+
+XID = "NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1, name=a, GPU has fallen off the bus."
+
+
+def write_faults(path: Path, n: int) -> None:
+    """Records 1..n: an Xid 79 on GPU bus n each (no storm: every one is its own event)."""
+    with path.open("a") as f:
+        f.writelines(f"3,{seq},{seq * 1000},-;{XID.format(bus=f'{seq:02x}')}\n" for seq in range(1, n + 1))
+
+
+def producer(js: JetStreamContext, kmsg: Path, state: Path, identity: NodeIdentity) -> KernelLogProducer:
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items, timeout=2.0)
+
+    p = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish)
+    assert p.open().available
+    return p
+
+
+async def run_until(p: KernelLogProducer, done: Callable[[], bool]) -> None:
+    """Run the producer until ``done`` (10 s at most), then stop it as SIGTERM does."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(p.run(stop))
+    try:
+        async with asyncio.timeout(10):
+            while not done():
+                await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await task
+        p.source.close()
+
+
+async def fetch_all(nc: NATS, stream: subjects.StreamSpec) -> list[bytes]:
+    sub = await nc.jetstream().pull_subscribe(stream.subjects[0], stream=stream.name)
+    out: list[bytes] = []
+    while True:
+        try:
+            msgs = await sub.fetch(100, timeout=0.5)
+        except TimeoutError:
+            return out
+        out += [m.data for m in msgs]
+
+
+async def test_a_batch_jetstream_never_acknowledged_is_delivered_after_a_restart_once(
+    nats_url: str, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    write_faults(kmsg, 4)
+    nc = await bus.connect(nats_url, "test")
+    try:
+        js = nc.jetstream()  # no stream yet: every publish is refused, nothing is acknowledged
+        first = producer(js, kmsg, state, identity)
+        await run_until(first, lambda: first.records_read == 4)
+        cursor = load_cursor(first.cursor_path)
+        assert cursor is not None and len(cursor.unacked) == 4, "the batch in flight is kept for the restart"
+
+        await bus.provision(js)
+        second = producer(js, kmsg, state, identity)
+        await run_until(second, lambda: (c := load_cursor(second.cursor_path)) is not None and c.unacked == [])
+        assert second.records_read == 0, "every record was read before: the restart replays, it does not re-read"
+        events = [EVENT_DECODER.decode(d) for d in await fetch_all(nc, subjects.EVENTS)]
+        assert sorted((e.seq, e.pci_bus_id) for e in events if isinstance(e, KernelEvent)) == [
+            (1, "0000:01:00.0"), (2, "0000:02:00.0"), (3, "0000:03:00.0"), (4, "0000:04:00.0"),
+        ]  # fmt: skip
+        assert load_cursor(second.cursor_path) == Cursor(identity.boot_id, 4, [])
+    finally:
+        await nc.close()
+
+
+async def test_a_malformed_record_is_dead_lettered_with_its_bytes_and_why(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    kmsg.write_bytes(b"hello world\n" + f"3,2,2000,-;{XID.format(bus='05')}\n".encode())
+    p = producer(nc.jetstream(), kmsg, state, identity)
+    await run_until(p, lambda: (c := load_cursor(p.cursor_path)) is not None and c.position == 2 and not c.unacked)
+    assert (p.unusable, p.records_read) == (1, 1)
+    letters = [DLQ_DECODER.decode(d) for d in await fetch_all(nc, subjects.DLQ)]
+    assert len(letters) == 1 and isinstance(letters[0], DeadLetter)
+    letter = letters[0]
+    assert (letter.stage, letter.subject, letter.data) == ("agent.kmsg", "kmsg", b"hello world")
+    assert "not a kmsg record" in letter.reason
+    events = [EVENT_DECODER.decode(d) for d in await fetch_all(nc, subjects.EVENTS)]
+    assert [(e.seq, e.pci_bus_id) for e in events if isinstance(e, KernelEvent)] == [(2, "0000:05:00.0")]
