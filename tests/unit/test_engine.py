@@ -84,6 +84,15 @@ def test_same_fault_on_three_boots_escalates_to_hardware_inspection() -> None:
     assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"]), "hardware states never clear by reboot"
 
 
+def test_the_ladder_climbs_on_the_third_boot_not_the_second() -> None:
+    state, out = run([xid(79, "b1"), status(True, "b2"), xid(79, "b2")])
+    assert current(state) == ("Unhealthy", ["REBOOT_SYSTEM"]), "one reboot did not fix it: reboot once more"
+    assert out[-1].reason == "Xid 79: GPU has fallen off the bus"
+    state, out = run([status(True, "b3"), xid(79, "b3")], state)
+    assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
+    assert out[-1].reason == "Xid 79: GPU has fallen off the bus (seen on 3 boots: escalated)"
+
+
 def test_application_xids_never_escalate() -> None:
     events: list[Event] = []
     for b in range(6):
