@@ -7,9 +7,18 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
+from gpuhealth.events import (
+    Event,
+    GpuInfo,
+    HealthState,
+    HostEvent,
+    Inventory,
+    KernelEvent,
+    SetHealthy,
+    SourceStatus,
+)
 from rules.catalog import load
-from rules.engine import apply, apply_all
+from rules.engine import apply, apply_all, apply_inventory
 from rules.state import RECENT_IDS, NodeState, decode_state, encode_state, first_time
 
 CAT = load()
@@ -170,6 +179,17 @@ def test_a_late_fault_from_a_boot_already_left_does_not_reopen() -> None:
     state, _ = run([xid(79, "b1"), status(True, "b2")])
     state, out = run([xid(79, "b1")], state)
     assert out == [] and current(state) == ("Healthy", [])
+
+
+def test_a_gpu_fault_names_the_gpu_by_the_uuid_its_inventory_gave() -> None:
+    inv = Inventory(id="i1", time=1, cluster="c", node="n", boot_id="b1", source="nvml", component="inventory",
+                    gpus=[GpuInfo(index=0, pci_bus_id=PCI, uuid="GPU-aaaa"),
+                          GpuInfo(index=1, pci_bus_id="0000:05:00.0")])  # fmt: skip
+    state = apply_inventory(None, inv)
+    state, out = run([xid(79)], state)
+    assert [(o.node, o.pci_bus_id, o.gpu_uuid) for o in out] == [("n", PCI, "GPU-aaaa")]
+    _, out = run([xid(79, pci="0000:05:00.0")], state)
+    assert [(o.pci_bus_id, o.gpu_uuid) for o in out] == [("0000:05:00.0", None)], "no uuid known: none invented"
 
 
 def test_output_ids_are_deterministic() -> None:
