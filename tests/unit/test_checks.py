@@ -336,10 +336,12 @@ def test_a_check_publishes_a_change_of_health_or_of_an_unhealthy_reason_only() -
     state, changes = apply(None, result(fields={"bw": "5"}, suggested_actions={"REBOOT_SYSTEM": "x"}), catalog)
     assert [(h.health, h.repair_actions, h.reason) for h in changes] == [("Healthy", [], "ok: bw=5")]
     assert apply(state, result(fields={"bw": "6"}), catalog)[1] == [], "a passing run's numbers are not news"
-    failed = result(exit_code=1, error="step 1 exited 1")
+    failed = result(exit_code=1, error="step 1 exited 1", suggested_actions={"XREBOOT": "z", "XDRAIN": "y"})
     state, changes = apply(state, failed, catalog)
-    assert [(h.health, h.reason) for h in changes] == [("Unhealthy", "step 1 exited 1")]
-    assert apply(state, result(exit_code=1, error="step 1 exited 1"), catalog)[1] == [], "the same failure again"
+    why = "step 1 exited 1 (suggested XDRAIN, XREBOOT: not a repair action gpuhealth knows)"
+    assert [(h.health, h.reason) for h in changes] == [("Unhealthy", why)]
+    again = result(exit_code=1, error="step 1 exited 1", suggested_actions={"XREBOOT": "z", "XDRAIN": "y"})
+    assert apply(state, again, catalog)[1] == [], "the same failure again"
     _, changes = apply(state, result(exit_code=1, error="step 2 exited 1"), catalog)
     assert [(h.health, h.reason) for h in changes] == [("Unhealthy", "step 2 exited 1")]
 

@@ -17,7 +17,8 @@ def xid(i: int, node: str, code: int, pci: str) -> KernelEvent:
 def test_replay_sets_what_these_rules_say_beside_what_was_said_and_puts_differences_first() -> None:
     replay = Replay(load())
     replay.feed([xid(1, "n2", 79, "0000:04:00.0"), xid(2, "n1", 79, "0000:04:00.0")])
-    replay.feed([xid(3, "n1", 81, "0000:04:00.0"), xid(4, "n1", 45, "0000:05:00.0")])  # a second page
+    # A second page: the nodes' states carry over (n2's second Xid 79 changes nothing).
+    replay.feed([xid(3, "n1", 81, "0000:04:00.0"), xid(4, "n1", 45, "0000:05:00.0"), xid(5, "n2", 79, "0000:04:00.0")])
     replay.published(("n1", XID, "0000:04:00.0"), "Unhealthy", "Xid 79: GPU has fallen off the bus", 1)
     replay.published(("n2", XID, "0000:04:00.0"), "Unhealthy", "Xid 79: GPU has fallen off the bus", 1)
     replay.published(("n0", XID, "0000:09:00.0"), "Degraded", "said before the window", 3)
@@ -29,5 +30,5 @@ def test_replay_sets_what_these_rules_say_beside_what_was_said_and_puts_differen
         ("n1", "0000:04:00.0", True, "Unhealthy", 1, "Unhealthy", 2, "Xid 81: VGA Subsystem Error"),
         ("n2", "0000:04:00.0", False, "Unhealthy", 1, "Unhealthy", 1, "Xid 79: GPU has fallen off the bus"),
     ]
-    assert replay.events == 4
+    assert replay.events == 5
     assert sorted(replay.nodes) == ["n1", "n2"]
