@@ -101,3 +101,11 @@ def test_an_older_boot_heard_within_five_minutes_of_the_new_one_is_a_late_word_a
     assert unnamed.states[f"{IDENTITY_COMPONENT}\x1fn"].reason == (
         "node identity conflict: boot boot-one is active while boot b2 is the current one"
     )
+    long_ids = run([
+        status(1, "boot-two-long-id", b2 + S, machine="machine-two", boot_time=b2),
+        xid(2, 79, "boot-one-long-id", b2 + slack + 1, machine="machine-one"),
+    ])  # fmt: skip
+    assert long_ids.states[f"{IDENTITY_COMPONENT}\x1fn"].reason == (
+        "node identity conflict: boot boot-one of machine machine- is active while boot boot-two of machine machine- "
+        "is the current one"
+    )  # ids cut to 8 characters

@@ -4,6 +4,7 @@ JetStream acknowledged its event, and a record that is no record is dead-lettere
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,8 +14,8 @@ from nats.js import JetStreamContext
 from gpuhealth import bus, subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import DLQ_DECODER, EVENT_DECODER, DeadLetter, KernelEvent
-from producers.klog import Cursor, KernelLogProducer, load_cursor
-from producers.kmsg import KmsgSource
+from producers.klog import Cursor, KernelLogProducer, LogRecord, load_cursor
+from producers.kmsg import KmsgSource, append_record
 
 XID = "NVRM: Xid (PCI:0000:{bus}:00): 79, pid=1, name=a, GPU has fallen off the bus."
 
@@ -102,3 +103,24 @@ async def test_a_malformed_record_is_dead_lettered_with_its_bytes_and_why(
     assert "not a kmsg record" in letter.reason
     events = [EVENT_DECODER.decode(d) for d in await fetch_all(nc, subjects.EVENTS)]
     assert [(e.seq, e.pci_bus_id) for e in events if isinstance(e, KernelEvent)] == [(2, "0000:05:00.0")]
+
+
+async def test_a_reader_waiting_on_a_fifo_wakes_for_a_record_and_gives_up_at_its_timeout(
+    tmp_path: Path, identity: NodeIdentity
+) -> None:
+    path = tmp_path / "kmsg.fifo"
+    os.mkfifo(path)
+    src = KmsgSource(path, identity)
+    src.open(None)
+    try:
+        async with asyncio.timeout(5):
+            assert await src.read(asyncio.Event(), timeout=0.1) == [], "nothing came: back at the timeout"
+            waiting = asyncio.create_task(src.read(asyncio.Event(), timeout=None))
+            await asyncio.sleep(0.1)  # the reader is asleep on the FIFO, with no timeout
+            seq = append_record(path, "NVRM: Xid (PCI:0000:04:00): 79", 3)
+            records = await waiting
+        assert [(r.seq, r.message) for r in records if isinstance(r, LogRecord)] == [
+            (seq, "NVRM: Xid (PCI:0000:04:00): 79")
+        ]
+    finally:
+        src.close()
