@@ -14,6 +14,7 @@ from gpuhealth.events import (
     HostEvent,
     Inventory,
     KernelEvent,
+    NvmlEvent,
     SetHealthy,
     SourceStatus,
 )
@@ -190,6 +191,17 @@ def test_a_gpu_fault_names_the_gpu_by_the_uuid_its_inventory_gave() -> None:
     assert [(o.node, o.pci_bus_id, o.gpu_uuid) for o in out] == [("n", PCI, "GPU-aaaa")]
     _, out = run([xid(79, pci="0000:05:00.0")], state)
     assert [(o.pci_bus_id, o.gpu_uuid) for o in out] == [("0000:05:00.0", None)], "no uuid known: none invented"
+
+
+def test_a_condition_first_seen_fine_names_its_gpu() -> None:
+    inv = Inventory(id="i2", time=1, cluster="c", node="n", boot_id="b1", source="nvml", component="inventory",
+                    gpus=[GpuInfo(index=0, pci_bus_id=PCI, uuid="GPU-aaaa")])  # fmt: skip
+    cool = NvmlEvent(id="t1", time=2, cluster="c", node="n", boot_id="b1", source="nvml", component="nvml",
+                     kind="temperature", pci_bus_id=PCI, data=0, message="41 C")  # fmt: skip
+    _, out = apply(apply_inventory(None, inv), cool, CAT)
+    assert [(o.component, o.entity, o.health, o.reason, o.pci_bus_id, o.gpu_uuid) for o in out] == [
+        ("accelerator-nvidia-temperature", PCI, "Healthy", "41 C", PCI, "GPU-aaaa")
+    ]
 
 
 def test_output_ids_are_deterministic() -> None:

@@ -49,15 +49,15 @@ async def run_until(p: KernelLogProducer, done: Callable[[], bool]) -> None:
         p.source.close()
 
 
-async def fetch_all(nc: NATS, stream: subjects.StreamSpec) -> list[bytes]:
+async def fetch_all(nc: NATS, stream: subjects.StreamSpec) -> list[tuple[str, bytes]]:
     sub = await nc.jetstream().pull_subscribe(stream.subjects[0], stream=stream.name)
-    out: list[bytes] = []
+    out: list[tuple[str, bytes]] = []
     while True:
         try:
             msgs = await sub.fetch(100, timeout=0.5)
         except TimeoutError:
             return out
-        out += [m.data for m in msgs]
+        out += [(m.subject, m.data) for m in msgs]
 
 
 async def test_a_batch_jetstream_never_acknowledged_is_delivered_after_a_restart_once(
@@ -78,7 +78,7 @@ async def test_a_batch_jetstream_never_acknowledged_is_delivered_after_a_restart
         second = producer(js, kmsg, state, identity)
         await run_until(second, lambda: (c := load_cursor(second.cursor_path)) is not None and c.unacked == [])
         assert second.records_read == 0, "every record was read before: the restart replays, it does not re-read"
-        events = [EVENT_DECODER.decode(d) for d in await fetch_all(nc, subjects.EVENTS)]
+        events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
         assert sorted((e.seq, e.pci_bus_id) for e in events if isinstance(e, KernelEvent)) == [
             (1, "0000:01:00.0"), (2, "0000:02:00.0"), (3, "0000:03:00.0"), (4, "0000:04:00.0"),
         ]  # fmt: skip
@@ -96,12 +96,13 @@ async def test_a_malformed_record_is_dead_lettered_with_its_bytes_and_why(
     p = producer(nc.jetstream(), kmsg, state, identity)
     await run_until(p, lambda: (c := load_cursor(p.cursor_path)) is not None and c.position == 2 and not c.unacked)
     assert (p.unusable, p.records_read) == (1, 1)
-    letters = [DLQ_DECODER.decode(d) for d in await fetch_all(nc, subjects.DLQ)]
-    assert len(letters) == 1 and isinstance(letters[0], DeadLetter)
-    letter = letters[0]
+    (subject, data), *more = await fetch_all(nc, subjects.DLQ)
+    assert subject == "gpuhealth.v1.dlq.node-1.agent_kmsg" and more == []
+    letter = DLQ_DECODER.decode(data)
+    assert isinstance(letter, DeadLetter)
     assert (letter.stage, letter.subject, letter.data) == ("agent.kmsg", "kmsg", b"hello world")
     assert "not a kmsg record" in letter.reason
-    events = [EVENT_DECODER.decode(d) for d in await fetch_all(nc, subjects.EVENTS)]
+    events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
     assert [(e.seq, e.pci_bus_id) for e in events if isinstance(e, KernelEvent)] == [(2, "0000:05:00.0")]
 
 
