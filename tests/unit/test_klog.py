@@ -45,7 +45,8 @@ async def run_until(p: KernelLogProducer, done: Callable[[], bool]) -> None:
                 await asyncio.sleep(0.02)
     finally:
         stop.set()
-        await task
+        async with asyncio.timeout(10):  # a stop is honoured promptly, whatever the bus does
+            await task
         p.source.close()
 
 
@@ -73,6 +74,11 @@ async def test_a_batch_jetstream_never_acknowledged_is_delivered_after_a_restart
         await run_until(first, lambda: first.records_read == 4)
         cursor = load_cursor(first.cursor_path)
         assert cursor is not None and len(cursor.unacked) == 4, "the batch in flight is kept for the restart"
+
+        # Restarted with the bus still refusing: the replay waits for it, yet a SIGTERM stops it.
+        waiting = producer(js, kmsg, state, identity)
+        await run_until(waiting, lambda: True)
+        assert load_cursor(waiting.cursor_path) == cursor
 
         await bus.provision(js)
         second = producer(js, kmsg, state, identity)
