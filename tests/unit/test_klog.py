@@ -131,3 +131,25 @@ async def test_a_reader_waiting_on_a_fifo_wakes_for_a_record_and_gives_up_at_its
         ]
     finally:
         src.close()
+
+
+async def test_a_clean_stop_publishes_the_count_a_storm_holds_before_the_cursor_passes_it(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    line = XID.format(bus="0b")
+    kmsg.write_text("".join(f"3,{seq},{seq},-;{line}\n" for seq in range(1, 51)))
+    js = nc.jetstream()
+
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        await bus.publish_batch(js, items)
+
+    # A window far longer than the test: only the stop can close it.
+    p = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish,
+                          storm_window_s=3600)  # fmt: skip
+    assert p.open().available
+    await run_until(p, lambda: p.records_read == 50)
+    events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
+    assert sum(e.count for e in events if isinstance(e, KernelEvent)) == 50
+    assert load_cursor(p.cursor_path) == Cursor(identity.boot_id, 50, [])
