@@ -26,11 +26,14 @@ def write_faults(path: Path, n: int) -> None:
         f.writelines(f"3,{seq},{seq * 1000},-;{XID.format(bus=f'{seq:02x}')}\n" for seq in range(1, n + 1))
 
 
-def producer(js: JetStreamContext, kmsg: Path, state: Path, identity: NodeIdentity) -> KernelLogProducer:
+def producer(
+    js: JetStreamContext, kmsg: Path, state: Path, identity: NodeIdentity, storm_window_s: float = 1.0
+) -> KernelLogProducer:
     async def publish(items: list[tuple[str, str, bytes]]) -> None:
         await bus.publish_batch(js, items, timeout=2.0)
 
-    p = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish)
+    p = KernelLogProducer(KmsgSource(kmsg, identity, poll_interval=0.01), identity, state, publish,
+                          storm_window_s=storm_window_s)  # fmt: skip
     assert p.open().available
     return p
 
@@ -153,3 +156,67 @@ async def test_a_clean_stop_publishes_the_count_a_storm_holds_before_the_cursor_
     events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
     assert sum(e.count for e in events if isinstance(e, KernelEvent)) == 50
     assert load_cursor(p.cursor_path) == Cursor(identity.boot_id, 50, [])
+
+
+async def test_benign_records_move_the_cursor_too(nc: NATS, tmp_path: Path, identity: NodeIdentity) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    kmsg.write_text("".join(f"6,{seq},{seq},-;eth0: link becomes ready\n" for seq in range(1, 4)))
+    p = producer(nc.jetstream(), kmsg, state, identity)
+    await run_until(p, lambda: p.records_read == 3 and load_cursor(p.cursor_path) is not None)
+    assert load_cursor(p.cursor_path) == Cursor(identity.boot_id, 3, []), "a restart does not read them again"
+
+
+async def test_a_stop_with_the_bus_down_keeps_a_storms_count_for_the_restart(
+    nats_url: str, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    kmsg.write_text("".join(f"3,{seq},{seq},-;{XID.format(bus='0b')}\n" for seq in range(1, 51)))
+    nc = await bus.connect(nats_url, "test")
+    try:
+        js = nc.jetstream()  # no stream: nothing is acknowledged, before the stop or at it
+        first = producer(js, kmsg, state, identity, storm_window_s=3600)
+        await run_until(first, lambda: first.records_read == 50)  # the stop's flush gives up after 5 s
+        await bus.provision(js)
+        second = producer(js, kmsg, state, identity)
+        await run_until(second, lambda: (c := load_cursor(second.cursor_path)) is not None and c.unacked == [])
+        events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
+        assert sum(e.count for e in events if isinstance(e, KernelEvent)) == 50
+    finally:
+        await nc.close()
+
+
+async def test_the_same_record_on_two_nodes_or_two_boots_is_three_events(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    """Nodes powered on in the same second, or a node whose clock starts at the same time every boot,
+    print the same record at the same moment: the event ids tell them apart, or JetStream keeps one."""
+    kmsg = tmp_path / "kmsg"
+    write_faults(kmsg, 2)
+    other_node = NodeIdentity(identity.cluster, "node-2", "n" * 32, identity.boot_id, identity.boot_time_ns)
+    next_boot = NodeIdentity(identity.cluster, identity.node, identity.machine_id, "boot-b", identity.boot_time_ns)
+    for n, who in enumerate((identity, other_node, next_boot)):
+        state = tmp_path / f"state{n}"
+        state.mkdir()
+        p = producer(nc.jetstream(), kmsg, state, who)
+        await run_until(p, lambda p=p: (c := load_cursor(p.cursor_path)) is not None and c.position == 2)  # type: ignore[misc]
+    events = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
+    assert sorted((e.node, e.boot_id, e.seq) for e in events) == [
+        ("node-1", "boot-a", 1), ("node-1", "boot-a", 2), ("node-1", "boot-b", 1), ("node-1", "boot-b", 2),
+        ("node-2", "boot-a", 1), ("node-2", "boot-a", 2),
+    ]  # fmt: skip
+
+
+async def test_an_nvlink_xid_event_carries_the_unit_and_fatality_the_driver_printed(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    line = "NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 15 (0x0215e5c6 0x0)"
+    kmsg.write_text(f"3,1,1,-;{line}\n")
+    p = producer(nc.jetstream(), kmsg, state, identity)
+    await run_until(p, lambda: (c := load_cursor(p.cursor_path)) is not None and c.position == 1 and not c.unacked)
+    (event,) = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
+    assert isinstance(event, KernelEvent) and event.nvlink is not None
+    assert (event.xid, event.nvlink.subcode, event.nvlink.unit, event.nvlink.fatal) == (149, 33, "NETIR_LINK_EVT", True)
