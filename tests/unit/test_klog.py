@@ -220,3 +220,27 @@ async def test_an_nvlink_xid_event_carries_the_unit_and_fatality_the_driver_prin
     (event,) = [EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)]
     assert isinstance(event, KernelEvent) and event.nvlink is not None
     assert (event.xid, event.nvlink.subcode, event.nvlink.unit, event.nvlink.fatal) == (149, 33, "NETIR_LINK_EVT", True)
+
+
+async def test_an_event_says_everything_its_record_and_line_said(
+    nc: NATS, tmp_path: Path, identity: NodeIdentity
+) -> None:
+    kmsg, state = tmp_path / "kmsg", tmp_path / "state"
+    state.mkdir()
+    xid_line = "NVRM: Xid (PCI:0000:04:00): 13, pid=1234, name=train.py, Graphics Exception"
+    sxid_line = "nvidia-nvswitch3: SXid (PCI:0000:c8:00.0): 12028, Non-fatal, Link 53 egress non-posted PRIV error"
+    kmsg.write_text(f"3,1,5000,-;{xid_line}\n12,2,6000,-;{sxid_line}\n")  # 12: facility 1, level 4
+    p = producer(nc.jetstream(), kmsg, state, identity)
+    await run_until(p, lambda: (c := load_cursor(p.cursor_path)) is not None and c.position == 2 and not c.unacked)
+    events = sorted((EVENT_DECODER.decode(d) for _, d in await fetch_all(nc, subjects.EVENTS)), key=lambda e: e.time)
+    t0 = identity.boot_time_ns
+    common = {"cluster": "test", "node": "node-1", "machine_id": "m" * 32, "boot_id": "boot-a", "boot_time": t0,
+              "source": "kmsg"}  # fmt: skip
+    assert events == [
+        KernelEvent(id=events[0].id, time=t0 + 5_000_000, component="accelerator-nvidia-error-xid", kind="xid",
+                    message=xid_line, seq=1, priority=3, monotonic_us=5000, xid=13, pci_bus_id="0000:04:00.0",
+                    pid=1234, process="train.py", **common),  # type: ignore[arg-type]
+        KernelEvent(id=events[1].id, time=t0 + 6_000_000, component="accelerator-nvidia-error-sxid", kind="sxid",
+                    message=sxid_line, seq=2, priority=4, monotonic_us=6000, sxid=12028, pci_bus_id="0000:c8:00.0",
+                    **common),  # type: ignore[arg-type]
+    ]  # fmt: skip
