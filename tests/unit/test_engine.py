@@ -204,6 +204,19 @@ def test_a_condition_first_seen_fine_names_its_gpu() -> None:
     ]
 
 
+def test_a_condition_seen_fine_again_and_again_is_published_once_until_it_breaks() -> None:
+    def link(i: int, ok: bool) -> HostEvent:
+        return HostEvent(id=f"l{i}", time=i, cluster="c", node="n", boot_id="b1", source="sysfs", component="pci",
+                         kind="link", entity=PCI, ok=ok, message="x16" if ok else "x8 of x16")  # fmt: skip
+
+    state, out = run([link(1, True)])
+    assert [(o.health, o.reason) for o in out] == [("Healthy", "x16")]
+    state, out = run([link(2, True), link(3, True)], state)
+    assert out == []
+    state, out = run([link(4, False), link(5, True)], state)
+    assert [(o.health, o.reason) for o in out] == [("Degraded", "x8 of x16"), ("Healthy", "restored: x16")]
+
+
 def test_output_ids_are_deterministic() -> None:
     ev = xid(79)
     _, a = apply(None, ev, CAT)
