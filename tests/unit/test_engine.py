@@ -213,7 +213,7 @@ def test_a_condition_seen_fine_again_and_again_is_published_once_until_it_breaks
     assert [(o.health, o.reason) for o in out] == [("Healthy", "x16")]
     state, out = run([link(2, True), link(3, True)], state)
     assert out == []
-    state, out = run([link(4, False), link(5, True)], state)
+    state, out = run([link(4, False), link(5, True), link(6, True)], state)
     assert [(o.health, o.reason) for o in out] == [("Degraded", "x8 of x16"), ("Healthy", "restored: x16")]
 
 
