@@ -244,3 +244,18 @@ async def test_an_event_says_everything_its_record_and_line_said(
                     message=sxid_line, seq=2, priority=4, monotonic_us=6000, sxid=12028, pci_bus_id="0000:c8:00.0",
                     **common),  # type: ignore[arg-type]
     ]  # fmt: skip
+
+
+def test_opening_says_whether_the_kernel_log_can_be_read_as_this_node_and_boot(
+    tmp_path: Path, identity: NodeIdentity
+) -> None:
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        raise AssertionError("nothing to publish")
+
+    (tmp_path / "kmsg").write_text("")
+    for path, available in ((tmp_path / "kmsg", True), (tmp_path / "missing", False)):
+        status = KernelLogProducer(KmsgSource(path, identity), identity, tmp_path, publish).open()
+        assert (status.available, status.component, status.source, status.cluster, status.node, status.machine_id,
+                status.boot_id, status.boot_time) == (available, "kernel-log", "kmsg", "test", "node-1", "m" * 32,
+                                                      "boot-a", identity.boot_time_ns)  # fmt: skip
+        assert str(path) in status.reason and status.id and status.time > identity.boot_time_ns
