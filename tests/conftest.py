@@ -17,10 +17,13 @@ from nats.aio.client import Client as NATS
 from gpuhealth import bus
 from gpuhealth.config import NodeIdentity
 from gpuhealth.natsd import EmbeddedNats
+from producers import kernel
+from rules import catalog, limits
 from sinks.clickhouse import Store
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# `just mutate` runs the tests from a copy (mutants/) and names the shared tree where it really is.
+SHARED = Path(os.environ.get("GPUHEALTH_SHARED") or REPO.parent / "shared")
 
 
 def need(ok: bool, what: str) -> None:
@@ -31,6 +34,18 @@ def need(ok: bool, what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{what} is missing in CI")
     pytest.skip(f"{what} is missing (under CI=true this fails)")
+
+
+@pytest.fixture(autouse=True)
+def _uncached_under_mutmut_stats() -> None:
+    """`just mutate` runs a mutant against the tests that called its function when mutmut collected which
+    test calls what: a cached result (the catalogs, the kernel patterns) is computed once, for one test,
+    and the tests that read it from the cache would be left out. Under that collection only, start each
+    test with those caches empty."""
+    if os.environ.get("MUTANT_UNDER_TEST") != "stats":
+        return
+    for cached in (catalog.load, limits.default, kernel.rules, kernel.classify, kernel.fault_of, kernel._any_anchor):
+        cached.cache_clear()
 
 
 @pytest.fixture

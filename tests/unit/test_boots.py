@@ -85,3 +85,27 @@ def test_two_agents_claiming_one_node_are_a_conflict_not_a_reboot_each_time() ->
     # A genuine reboot later does not clear the conflict: a person must.
     state, _, _ = apply_all(state, status(6, "b3", now + 5 * S, machine="m2", boot_time=now), CAT)
     assert state.boot_id == "b3" and state.states[f"{IDENTITY_COMPONENT}\x1fn"].health == "Unhealthy"
+
+
+def test_an_older_boot_heard_within_five_minutes_of_the_new_one_is_a_late_word_after_that_a_conflict() -> None:
+    b2 = BOOTS["b2"]
+    slack = 300 * S  # a clock stepped at boot: the old boot's last words may look this much newer
+    calm = run([status(1, "b2", b2 + S), xid(2, 79, "b1", b2 + slack)])
+    assert f"{IDENTITY_COMPONENT}\x1fn" not in calm.states
+    state = run([status(1, "b2", b2 + S, machine="m2"), xid(2, 79, "b1", b2 + slack + 1, machine="m1")])
+    conflict = state.states[f"{IDENTITY_COMPONENT}\x1fn"]
+    assert (conflict.health, conflict.reason) == (
+        "Unhealthy", "node identity conflict: boot b1 of machine m1 is active while boot b2 of machine m2 is the current one"
+    )  # fmt: skip
+    unnamed = run([status(1, "b2", b2 + S, machine=""), xid(2, 79, "boot-one-long-id", b2 + slack + 1, machine="")])
+    assert unnamed.states[f"{IDENTITY_COMPONENT}\x1fn"].reason == (
+        "node identity conflict: boot boot-one is active while boot b2 is the current one"
+    )
+    long_ids = run([
+        status(1, "boot-two-long-id", b2 + S, machine="machine-two", boot_time=b2),
+        xid(2, 79, "boot-one-long-id", b2 + slack + 1, machine="machine-one"),
+    ])  # fmt: skip
+    assert long_ids.states[f"{IDENTITY_COMPONENT}\x1fn"].reason == (
+        "node identity conflict: boot boot-one of machine machine- is active while boot boot-two of machine machine- "
+        "is the current one"
+    )  # ids cut to 8 characters

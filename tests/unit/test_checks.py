@@ -331,6 +331,39 @@ def test_the_rules_judge_a_check_like_gpud() -> None:
     assert [(h.component, h.reason) for h in changes] == [("setup", "init check: step 1 exited 2")]
 
 
+def test_a_check_publishes_a_change_of_health_or_of_an_unhealthy_reason_only() -> None:
+    catalog = load()
+    state, changes = apply(None, result(fields={"bw": "5"}, suggested_actions={"REBOOT_SYSTEM": "x"}), catalog)
+    assert [(h.health, h.repair_actions, h.reason) for h in changes] == [("Healthy", [], "ok: bw=5")]
+    assert apply(state, result(fields={"bw": "6"}), catalog)[1] == [], "a passing run's numbers are not news"
+    failed = result(exit_code=1, error="step 1 exited 1", suggested_actions={"XREBOOT": "z", "XDRAIN": "y"})
+    state, changes = apply(state, failed, catalog)
+    why = "step 1 exited 1 (suggested XDRAIN, XREBOOT: not a repair action gpuhealth knows)"
+    assert [(h.health, h.reason) for h in changes] == [("Unhealthy", why)]
+    again = result(exit_code=1, error="step 1 exited 1", suggested_actions={"XREBOOT": "z", "XDRAIN": "y"})
+    assert apply(state, again, catalog)[1] == [], "the same failure again"
+    _, changes = apply(state, result(exit_code=1, error="step 2 exited 1"), catalog)
+    assert [(h.health, h.reason) for h in changes] == [("Unhealthy", "step 2 exited 1")]
+
+
+def test_a_verification_names_every_change_and_every_check() -> None:
+    changes = ["GPU 0000:18:00.0 serial 1 -> 2", "driver 550 -> 555"]
+    run = Verification(id="v1", time=10**18, cluster="c", node="n1", boot_id="boot-1", source="check",
+                       component="verification", changes=changes, status="failed",
+                       checks={"nccl": "Unhealthy", "burn": "Unhealthy", "dcgm": "Healthy"})  # fmt: skip
+    state, out = apply(None, run, load())
+    assert [h.reason for h in out] == [
+        "verification failed (burn, nccl) after: GPU 0000:18:00.0 serial 1 -> 2; driver 550 -> 555"
+    ]
+    passed = Verification(id="v2", time=10**18 + 1, cluster="c", node="n1", boot_id="boot-1", source="check",
+                          component="verification", changes=changes, status="passed",
+                          checks={"nccl": "Healthy", "burn": "Healthy"})  # fmt: skip
+    _, out = apply(state, passed, load())
+    assert [h.reason for h in out] == [
+        "verified by burn, nccl after: GPU 0000:18:00.0 serial 1 -> 2; driver 550 -> 555"
+    ]
+
+
 def verification(status: str, checks: dict[str, str] | None = None, boot: str = "boot-1") -> Verification:
     return Verification(id=f"v{time.monotonic_ns()}", time=10**18, cluster="c", node="n1", boot_id=boot,
                         source="check", component="verification", changes=["GPU 0000:18:00.0 serial 1 -> 2"],

@@ -7,9 +7,19 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuhealth.events import Event, HealthState, HostEvent, KernelEvent, SetHealthy, SourceStatus
+from gpuhealth.events import (
+    Event,
+    GpuInfo,
+    HealthState,
+    HostEvent,
+    Inventory,
+    KernelEvent,
+    NvmlEvent,
+    SetHealthy,
+    SourceStatus,
+)
 from rules.catalog import load
-from rules.engine import apply, apply_all
+from rules.engine import apply, apply_all, apply_inventory
 from rules.state import RECENT_IDS, NodeState, decode_state, encode_state, first_time
 
 CAT = load()
@@ -82,6 +92,15 @@ def test_same_fault_on_three_boots_escalates_to_hardware_inspection() -> None:
     assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
     state, out = run([status(True, "b4")], state)
     assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"]), "hardware states never clear by reboot"
+
+
+def test_the_ladder_climbs_on_the_third_boot_not_the_second() -> None:
+    state, out = run([xid(79, "b1"), status(True, "b2"), xid(79, "b2")])
+    assert current(state) == ("Unhealthy", ["REBOOT_SYSTEM"]), "one reboot did not fix it: reboot once more"
+    assert out[-1].reason == "Xid 79: GPU has fallen off the bus"
+    state, out = run([status(True, "b3"), xid(79, "b3")], state)
+    assert current(state) == ("Unhealthy", ["HARDWARE_INSPECTION"])
+    assert out[-1].reason == "Xid 79: GPU has fallen off the bus (seen on 3 boots: escalated)"
 
 
 def test_application_xids_never_escalate() -> None:
@@ -161,6 +180,41 @@ def test_a_late_fault_from_a_boot_already_left_does_not_reopen() -> None:
     state, _ = run([xid(79, "b1"), status(True, "b2")])
     state, out = run([xid(79, "b1")], state)
     assert out == [] and current(state) == ("Healthy", [])
+
+
+def test_a_gpu_fault_names_the_gpu_by_the_uuid_its_inventory_gave() -> None:
+    inv = Inventory(id="i1", time=1, cluster="c", node="n", boot_id="b1", source="nvml", component="inventory",
+                    gpus=[GpuInfo(index=0, pci_bus_id=PCI, uuid="GPU-aaaa"),
+                          GpuInfo(index=1, pci_bus_id="0000:05:00.0")])  # fmt: skip
+    state = apply_inventory(None, inv)
+    state, out = run([xid(79)], state)
+    assert [(o.node, o.pci_bus_id, o.gpu_uuid) for o in out] == [("n", PCI, "GPU-aaaa")]
+    _, out = run([xid(79, pci="0000:05:00.0")], state)
+    assert [(o.pci_bus_id, o.gpu_uuid) for o in out] == [("0000:05:00.0", None)], "no uuid known: none invented"
+
+
+def test_a_condition_first_seen_fine_names_its_gpu() -> None:
+    inv = Inventory(id="i2", time=1, cluster="c", node="n", boot_id="b1", source="nvml", component="inventory",
+                    gpus=[GpuInfo(index=0, pci_bus_id=PCI, uuid="GPU-aaaa")])  # fmt: skip
+    cool = NvmlEvent(id="t1", time=2, cluster="c", node="n", boot_id="b1", source="nvml", component="nvml",
+                     kind="temperature", pci_bus_id=PCI, data=0, message="41 C")  # fmt: skip
+    _, out = apply(apply_inventory(None, inv), cool, CAT)
+    assert [(o.component, o.entity, o.health, o.reason, o.pci_bus_id, o.gpu_uuid) for o in out] == [
+        ("accelerator-nvidia-temperature", PCI, "Healthy", "41 C", PCI, "GPU-aaaa")
+    ]
+
+
+def test_a_condition_seen_fine_again_and_again_is_published_once_until_it_breaks() -> None:
+    def link(i: int, ok: bool) -> HostEvent:
+        return HostEvent(id=f"l{i}", time=i, cluster="c", node="n", boot_id="b1", source="sysfs", component="pci",
+                         kind="link", entity=PCI, ok=ok, message="x16" if ok else "x8 of x16")  # fmt: skip
+
+    state, out = run([link(1, True)])
+    assert [(o.health, o.reason) for o in out] == [("Healthy", "x16")]
+    state, out = run([link(2, True), link(3, True)], state)
+    assert out == []
+    state, out = run([link(4, False), link(5, True), link(6, True)], state)
+    assert [(o.health, o.reason) for o in out] == [("Degraded", "x8 of x16"), ("Healthy", "restored: x16")]
 
 
 def test_output_ids_are_deterministic() -> None:

@@ -84,3 +84,9 @@ def test_the_shipped_defaults_are_the_documented_ones() -> None:
         "nvml": {"ecc_sbe": {"threshold": 100, "window_s": 3600}, "slowdown_minutes": 6, "slowdown_window_s": 600},
     }
     assert msgspec.to_builtins(limits.default()) == expected
+
+
+def test_checking_a_file_validates_its_values_not_only_its_keys(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as e:
+        limits.check(write(tmp_path, "[kernel]\noom = { threshold = 'five', window_s = 3600 }\n"))
+    assert "Expected `int`, got `str`" in str(e.value)

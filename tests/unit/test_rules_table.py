@@ -119,7 +119,7 @@ CASES: dict[str, tuple[list[Event], tuple[str, str], str, list[str], str]] = {
         ["HARDWARE_INSPECTION"], "nonfatal"),
     "EDAC correctable at the threshold → Degraded": (
         [host("edac", "edac", "mc0", counts={"ce": LIM.edac.correctable.threshold})], ("edac", "mc0"), "Degraded",
-        ["HARDWARE_INSPECTION"], "correctable"),
+        ["HARDWARE_INSPECTION"], "correctable memory errors: 1000 in 1 d"),
     "IB error counters over the threshold → Degraded": (
         [host("ib_errors", "accelerator-nvidia-infiniband", "mlx5_0:1", counts={"symbol_error": 60,
                                                                                "port_rcv_errors": 40})],
