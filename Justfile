@@ -41,16 +41,16 @@ schema:
 # Mutation testing (not CI): mutants of rules/, producers/klog.py, producers/kernel.py and
 # sinks/clickhouse.py against their fast tests ([tool.mutmut] in pyproject.toml), from scratch;
 # MUTANTS (mutmut's names or globs, e.g. 'rules.boots.*') runs only those. The last line is one JSON
-# object, as a bench's; `.venv/bin/mutmut results` lists the survivors, `mutmut show NAME` each one.
+# object, as a bench's; `.venv-mutate/bin/mutmut results` lists the survivors, `mutmut show NAME` each one.
 # mutants/ is on PYTHONPATH before mutmut fills it: a subprocess of a test (gpuctl) runs the mutant
 # too, and a path missing when Python starts is never searched.
-mutate *MUTANTS: install
-    test -x .venv/bin/mutmut || .venv/bin/pip install -q -e '.[embedded,test,mutate]'
+mutate *MUTANTS:
+    test -x .venv-mutate/bin/mutmut || (python3 -m venv .venv-mutate && .venv-mutate/bin/pip install -q -e '.[embedded,mutate]')
     rm -rf mutants
     mkdir mutants
-    PYTHONPATH="$PWD/mutants" GPUHEALTH_SHARED="$(cd .. && pwd)/shared" .venv/bin/mutmut run --max-children 2 \
+    PYTHONPATH="$PWD/mutants" GPUHEALTH_SHARED="$(cd .. && pwd)/shared" .venv-mutate/bin/mutmut run --max-children 2 \
         {{MUTANTS}} | tr '\r' '\n' | grep -v '^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]'
-    .venv/bin/mutmut results --all true | {{py}} -c 'import collections, fnmatch, json, sys; \
+    .venv-mutate/bin/mutmut results --all true | .venv-mutate/bin/python -c 'import collections, fnmatch, json, sys; \
         pats = sys.argv[1:] or ["*"]; rows = [x.strip().rsplit(": ", 1) for x in sys.stdin if ": " in x]; \
         c = collections.Counter(s for n, s in rows if any(fnmatch.fnmatch(n, p) for p in pats)); \
         n = sum(c.values()); done = n - c["not checked"]; \
