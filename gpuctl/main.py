@@ -109,7 +109,7 @@ def simulate(
     nats: NatsOpt = None,
 ) -> None:
     """A fleet of simulated nodes (fake NVML, real kernel line formats, sysfs faults) publishing into NATS."""
-    from gpuctl.up import run_simulation
+    from gpuctl.simulate import run_simulation
 
     serve.log_to_stderr(logging.WARNING)
     from gpuhealth.natsconf import SIMULATOR

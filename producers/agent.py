@@ -7,7 +7,6 @@ framework and no storage engine, only nats-py, msgspec and the producers.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import functools
@@ -26,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from prometheus_client import Gauge
 
-from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
+from gpuhealth import bus, client, flags, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
 from gpuhealth.errors import ConfigError, GpuhealthError
@@ -51,79 +50,14 @@ from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
 from producers.kmsg import KmsgSource, append_record
 from producers.nvml import NvmlProducer
+from producers.options import AgentOptions
 from producers.outbox import Outbox
 
 log = logging.getLogger("gpuhealth.agent")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="gpuctl serve agent", description="gpuhealth node agent")
-    p.add_argument("--nats", required=True, help="NATS server URL")
-    p.add_argument("--data-dir", type=Path, default=None, help="where the agent keeps its cursors")
-    p.add_argument("--kmsg-path", type=Path, default=Path("/dev/kmsg"))
-    p.add_argument(
-        "--kmsg-lookback", type=float, default=None, metavar="SECONDS",
-        help="on the very first start, skip kernel records older than this (default: the whole boot)",
-    )  # fmt: skip
-    p.add_argument("--journal", action="store_true", help="read the kernel log from the system journal")
-    p.add_argument("--journal-dir", type=Path, default=None, help="read the kernel log from this journal directory")
-    p.add_argument("--sysfs-root", type=Path, default=Path("/sys"))
-    p.add_argument("--proc-root", type=Path, default=Path("/proc"))
-    p.add_argument("--node", default=None, help="node name (default: $GPUHEALTH_NODE or the hostname)")
-    p.add_argument("--cluster", default=None, help="cluster name (default: $GPUHEALTH_CLUSTER or 'default')")
-    p.add_argument("--allow-inject", action="store_true", help="accept inject-fault commands over NATS")
-    p.add_argument("--simulate-gpus", type=int, default=None, metavar="N", help="a simulated node with N GPUs")
-    p.add_argument("--nvml-poll-interval", type=float, default=10.0, metavar="SECONDS")
-    p.add_argument(
-        "--sysfs-interval",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="seconds between sysfs polls (PCIe AER and links, InfiniBand, EDAC, temperatures)",
-    )
-    p.add_argument(
-        "--host-interval",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="seconds between host polls (CPU, memory, disks, processes; services every 6th)",
-    )
-    p.add_argument(
-        "--disk",
-        action="append",
-        default=None,
-        metavar="MOUNT",
-        help="a mount point whose usage to report (repeatable; default: /)",
-    )
-    p.add_argument(
-        "--pstore-dir",
-        action="append",
-        default=None,
-        type=Path,
-        metavar="DIR",
-        help="where crash records appear (repeatable; default: /sys/fs/pstore, /var/lib/systemd/pstore)",
-    )
-    p.add_argument(
-        "--api-listen",
-        default=api_mod.DEFAULT_LISTEN,
-        metavar="HOST:PORT",
-        help="the local GPUd-compatible API and /metrics (default 127.0.0.1:15132; 'off': none)",
-    )
-    p.add_argument("--api-tls", choices=("on", "off"), default="on",
-                   help="HTTPS, as GPUd serves it (default on: a self-signed certificate in the data dir)")  # fmt: skip
-    p.add_argument("--api-tls-cert", type=Path, default=None, help="the API's certificate (PEM) instead of its own")
-    p.add_argument("--api-tls-key", type=Path, default=None, help="the key of --api-tls-cert (PEM)")
-    p.add_argument(
-        "--checks", "--plugins", dest="checks", action="append", type=Path, default=None, metavar="FILE",
-        help="custom checks in GPUd's plugin format (repeatable; default: /etc/gpuhealth/checks.yaml if present)",
-    )  # fmt: skip
-    p.add_argument(
-        "--spool-max-bytes", type=int, default=spool_mod.DEFAULT_MAX_BYTES, metavar="BYTES",
-        help="what the agent keeps on disk for the bus while it is away (default 64 MiB; past it, producers hold)",
-    )  # fmt: skip
-    p.add_argument("--ready-fd", type=int, default=None, help="write one JSON line here once every source is open")
-    p.add_argument("--log-level", default="INFO")
-    return p.parse_args(argv)
+def parse_args(argv: list[str] | None = None) -> AgentOptions:
+    return flags.parse(AgentOptions, argv, prog="gpuctl serve agent", description="gpuhealth node agent")
 
 
 def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
@@ -143,7 +77,7 @@ def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
     )
 
 
-def kernel_log_source(args: argparse.Namespace, identity: NodeIdentity) -> LogSource:
+def kernel_log_source(args: AgentOptions, identity: NodeIdentity) -> LogSource:
     """The journal when asked for and readable; /dev/kmsg (or --kmsg-path) otherwise."""
     if args.journal or args.journal_dir is not None:
         if journald.available():
@@ -152,7 +86,7 @@ def kernel_log_source(args: argparse.Namespace, identity: NodeIdentity) -> LogSo
     return KmsgSource(args.kmsg_path, identity, lookback_s=args.kmsg_lookback)
 
 
-def nvml_module(args: argparse.Namespace, identity: NodeIdentity) -> tuple[Any, str]:
+def nvml_module(args: AgentOptions, identity: NodeIdentity) -> tuple[Any, str]:
     """The NVML module to use, or None and why not."""
     if args.simulate_gpus is not None:
         return FakeNvml(args.simulate_gpus, seed=identity.node), ""
@@ -175,7 +109,7 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio
             await delays.wait(stop)
 
 
-async def run(args: argparse.Namespace) -> int:
+async def run(args: AgentOptions) -> int:
     identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
     state_dir = (args.data_dir or default_data_dir()) / "agent"
     try:
@@ -365,7 +299,7 @@ async def stop_bus_side(outbox: Outbox, bus_task: asyncio.Task[None], sent_all: 
 DEFAULT_CHECKS = Path("/etc/gpuhealth/checks.yaml")
 
 
-def check_files(args: argparse.Namespace) -> list[Path]:
+def check_files(args: AgentOptions) -> list[Path]:
     if args.checks is not None:
         return list(args.checks)
     return [DEFAULT_CHECKS] if DEFAULT_CHECKS.exists() else []
@@ -408,7 +342,7 @@ async def follow_health(nc: NATS, identity: NodeIdentity, view: api_mod.View) ->
             view.health_changed(h)
 
 
-def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.View, publish: Publisher,
+def start_api(args: AgentOptions, identity: NodeIdentity, view: api_mod.View, publish: Publisher,
               state_dir: Path) -> api_mod.Api | None:  # fmt: skip
     """The local API; its writes need the token in ``state_dir``/api-token. It needs no bus."""
     if args.api_listen in ("", "off"):
@@ -450,19 +384,19 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
     return server
 
 
-def api_tls_context(args: argparse.Namespace, state_dir: Path) -> ssl.SSLContext | None:
+def api_tls_context(args: AgentOptions, state_dir: Path) -> ssl.SSLContext | None:
     """The API's TLS: off, the operator's certificate, or the agent's own (made at the first start)."""
-    given = (args.api_tls_cert, args.api_tls_key)
-    if given.count(None) == 1:
+    cert, key = args.api_tls_cert, args.api_tls_key
+    if (cert is None) != (key is None):
         raise ConfigError("--api-tls-cert and --api-tls-key go together")
     if args.api_tls == "off":
-        if args.api_tls_cert is not None:
+        if cert is not None:
             raise ConfigError("--api-tls-cert with --api-tls off: a certificate would not be used")
         return None
     from producers import api_tls  # only an agent serving HTTPS needs it
 
-    if args.api_tls_cert is not None:
-        return api_tls.server_context(args.api_tls_cert, args.api_tls_key)
+    if cert is not None and key is not None:
+        return api_tls.server_context(cert, key)
     return api_tls.own_context(state_dir)
 
 

@@ -43,7 +43,7 @@ async def test_serve_rules_bounds_the_streams_for_the_fleet_in_its_environment(t
 
 
 def test_a_cluster_sized_for_one_node_is_warned_of(caplog: pytest.LogCaptureFixture) -> None:
-    from gpuctl.up import bounds
+    from gpuctl.stages import bounds
 
     assert bounds(sizing.Fleet(nodes=1), replicas=1) == sizing.limits(sizing.Fleet(nodes=1))
     assert not [r for r in caplog.records if r.levelname == "WARNING"]

@@ -232,7 +232,7 @@ async def test_a_stage_not_told_the_fleet_keeps_the_bounds_it_finds_and_bounds_n
 
 
 def test_a_service_not_told_the_fleet_says_so(caplog: pytest.LogCaptureFixture) -> None:
-    from gpuctl.up import bounds
+    from gpuctl.stages import bounds
 
     lim = bounds(None)
     assert {x.max_bytes for x in lim.streams.values()} == {-1} and set(lim.buckets.values()) == {-1}
