@@ -24,8 +24,6 @@ Semantics (../DESIGN.md "Health semantics"):
 
 from __future__ import annotations
 
-import re
-
 from gpuhealth.events import (
     CheckResult,
     Event,
@@ -37,7 +35,6 @@ from gpuhealth.events import (
     KernelEvent,
     NvlinkDetail,
     NvmlEvent,
-    RepairAction,
     SetHealthy,
     SourceStatus,
     Verification,
@@ -47,6 +44,17 @@ from gpuhealth.text import clip
 from rules import checks
 from rules.boots import boot_change
 from rules.catalog import APPLICATION_XIDS, Catalog
+from rules.faults import (
+    HOST_FAULTS,
+    KERNEL_FAULTS,
+    NODE_WIDE,
+    NVML_FAULTS,
+    SERVICE_HEALTH,
+    UNRECOGNISED,
+    XID154,
+    XID154_ACTIONS,
+    XID_COMPONENT,
+)
 from rules.state import (
     ComponentState,
     NodeState,
@@ -163,88 +171,7 @@ def apply_inventory(state: NodeState | None, inventory: Inventory) -> NodeState:
     return state
 
 
-# ---------------------------------------------------------------- rules
-
-
-_XID154 = re.compile(r"to 0x[0-9a-fA-F]+ \(([^)]*)\)")
-_XID154_ACTIONS: dict[str, RepairAction] = {
-    "none": "IGNORE_NO_ACTION_REQUIRED",
-    "gpu reset required": "RESET_GPU",
-    "drain and reset": "RESET_GPU",
-    "node reboot required": "REBOOT_SYSTEM",
-    "drain p2p": "CHECK_USER_APP_AND_GPU",
-}
-
-
-XID_COMPONENT = "accelerator-nvidia-error-xid"
-REBOOT_THEN_INSPECT: tuple[RepairAction, ...] = ("REBOOT_SYSTEM", "HARDWARE_INSPECTION")
-INSPECT: tuple[RepairAction, ...] = ("HARDWARE_INSPECTION",)
-REBOOT: tuple[RepairAction, ...] = ("REBOOT_SYSTEM",)
-CHECK_APP: tuple[RepairAction, ...] = ("CHECK_USER_APP_AND_GPU",)
-
-# Kernel faults that carry no catalog code, by kind (Xids and SXids take theirs from the catalog). The
-# ones with a rate are judged by it (thresholds in limits.toml [kernel]).
-KERNEL_FAULTS: dict[str, FaultRule] = {
-    "gpu_fallen_off_bus": FaultRule("fallen_off_bus", REBOOT_THEN_INSPECT, "GPU has fallen off the bus"),
-    "gsp": FaultRule("gsp", REBOOT_THEN_INSPECT, "GSP firmware error"),
-    "fs_readonly": FaultRule("fs_readonly", REBOOT_THEN_INSPECT, "filesystem read-only"),
-    "hung_task": FaultRule("hung_task", REBOOT, "hung tasks", health="Degraded", rate="kernel.hung_task"),
-    "soft_lockup": FaultRule("soft_lockup", REBOOT, "CPU soft lockups", health="Degraded", rate="kernel.soft_lockup"),
-    "oom": FaultRule("oom", CHECK_APP, "OOM kills", health="Degraded", rate="kernel.oom"),
-    "nfs": FaultRule("nfs", (), "NFS server not responding", health="Degraded", rate="kernel.nfs"),
-}
-# Faults on a kernel line's own node (not a GPU): their entity is the node.
-_NODE_WIDE = {"hung_task", "soft_lockup", "oom", "nfs", "fs_readonly"}
-
-_ECC, _NVML = "accelerator-nvidia-ecc", "accelerator-nvidia-nvml"
-_ROWS = "accelerator-nvidia-remapped-rows"
-# NVML facts, by kind: FaultRule(code, ladder, reason, component, …).
-NVML_FAULTS: dict[str, FaultRule] = {
-    "ecc_dbe": FaultRule("ecc_dbe", REBOOT_THEN_INSPECT, "double-bit ECC error", _ECC),
-    "ecc_sbe": FaultRule(
-        "ecc_sbe", (), "corrected (single-bit) ECC errors", _ECC, health="Degraded", rate="nvml.ecc_sbe"
-    ),
-    "slowdown": FaultRule(
-        "slowdown",
-        INSPECT,
-        "hardware slowdown",
-        "accelerator-nvidia-hw-slowdown",
-        rate="nvml.slowdown",
-        per_minute=True,
-    ),
-    "temperature": FaultRule(
-        "temperature", INSPECT, "temperature", "accelerator-nvidia-temperature", health="Degraded"
-    ),
-    "gpu_lost": FaultRule("gpu_lost", REBOOT_THEN_INSPECT, "GPU lost", "accelerator-nvidia-gpu"),
-    "remap_pending": FaultRule("remap_pending", REBOOT, "row remapping pending", _ROWS),
-    "remap_failed": FaultRule("remap_failed", INSPECT, "row remapping failed", _ROWS),
-    "init_failed": FaultRule("init_failed", REBOOT_THEN_INSPECT, "NVML failed to initialise", _NVML),
-    "hung": FaultRule("hung", REBOOT, "NVML call hung", _NVML),
-    "gpu_count": FaultRule("gpu_count", INSPECT, "fewer GPUs than on PCI", "accelerator-nvidia-gpu-counts"),
-}
-
-# sysfs and host counters and conditions, by the code of their incident (component and entity: the event's).
-HOST_FAULTS: dict[str, FaultRule] = {
-    "aer_fatal": FaultRule("aer_fatal", REBOOT_THEN_INSPECT, "PCIe AER fatal errors"),
-    "aer_nonfatal": FaultRule(
-        "aer_nonfatal", INSPECT, "PCIe AER nonfatal errors", health="Degraded", rate="pci.aer_nonfatal"
-    ),
-    "aer_correctable": FaultRule(
-        "aer_correctable", INSPECT, "PCIe AER correctable errors", health="Degraded", rate="pci.aer_correctable"
-    ),
-    "edac_ue": FaultRule("edac_ue", REBOOT_THEN_INSPECT, "uncorrectable memory errors"),
-    "edac_ce": FaultRule("edac_ce", INSPECT, "correctable memory errors", health="Degraded", rate="edac.correctable"),
-    "ib_errors": FaultRule("ib_errors", INSPECT, "InfiniBand port errors", health="Degraded", rate="infiniband.errors"),
-    "ib_flapping": FaultRule(
-        "ib_flapping", INSPECT, "InfiniBand port flapping: went down", health="Degraded", rate="infiniband.flapping"
-    ),
-    "ib_port": FaultRule("ib_port", INSPECT, "InfiniBand port down"),
-    # a narrow link retrains on reboot, or is reseated; a hot part needs its cooling looked at
-    "link": FaultRule("link", REBOOT_THEN_INSPECT, "PCIe link degraded", health="Degraded"),
-    "thermal": FaultRule("thermal", INSPECT, "too hot", health="Degraded"),
-}
-
-_UNRECOGNISED = CHECK_APP
+# ---------------------------------------------------------------- rules (their tables: rules/faults.py)
 
 
 def _xid(
@@ -262,11 +189,11 @@ def _xid(
     """An Xid from the kernel log or from NVML's event: one state per GPU either way."""
     entry = catalog.xid.get(code)
     if entry is None:
-        ladder, reason = _UNRECOGNISED, f"unrecognised Xid {code}"
+        ladder, reason = UNRECOGNISED, f"unrecognised Xid {code}"
     else:
         ladder, reason = entry.ladder, f"Xid {code}: {entry.name}"
-        if code == 154 and (m := _XID154.search(message)):
-            ladder = (_XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
+        if code == 154 and (m := XID154.search(message)):
+            ladder = (XID154_ACTIONS.get(m.group(1).strip().lower(), "RESET_GPU"),)
             reason = f"Xid 154: GPU recovery action changed to {m.group(1)}"
         elif 144 <= code <= 150 and nvlink is not None and nvlink.fatal is not None:
             # The unit and Fatal/Nonfatal the driver printed pick the decode rule's action.
@@ -287,7 +214,7 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
         entry = catalog.sxid.get(ev.sxid)
         sxid = FaultRule(
             f"sxid:{ev.sxid}",
-            entry.ladder if entry else _UNRECOGNISED,
+            entry.ladder if entry else UNRECOGNISED,
             f"SXid {ev.sxid}: {entry.name}" if entry else f"unrecognised SXid {ev.sxid}",
             severity=entry.severity if entry else "Unknown",
         )
@@ -298,7 +225,7 @@ def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> 
         # count every error once (the log may rate-limit or repeat them).
         return []
     reason = f"{rule.reason}: {clip(ev.message, 160)}" if ev.kind in ("gsp", "fs_readonly") else None
-    if ev.kind in _NODE_WIDE:
+    if ev.kind in NODE_WIDE:
         return record_fault(state, ev, rule, ev.node, lim, late=late, count=ev.count, reason=reason)
     return record_fault(state, ev, rule, pci or "unknown", lim, late=late, pci=pci, count=ev.count, reason=reason)
 
@@ -323,12 +250,6 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
         said = ev.message.lower().startswith(rule.reason.lower())
         reason = ev.message if said else f"{rule.reason}: {ev.message}"
     return record_fault(state, ev, rule, entity, catalog.limits, late=late, pci=pci, reason=reason)
-
-
-# service (unit) → health when it is not active where it is needed
-_SERVICE_HEALTH: dict[str, tuple[Health, list[RepairAction]]] = {
-    "nvidia-fabricmanager": ("Unhealthy", ["REBOOT_SYSTEM"])
-}
 
 
 def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list[HealthState]:
@@ -369,7 +290,7 @@ def _host(state: NodeState, ev: HostEvent, catalog: Catalog, late: bool) -> list
         if ev.ok:
             out += restore(state, ev, c, e, ev.kind, ev.message)
         elif ev.kind == "service":
-            health, actions = _SERVICE_HEALTH.get(e, ("Degraded", []))
+            health, actions = SERVICE_HEALTH.get(e, ("Degraded", []))
             out += raise_state(state, ev, c, e, health, list(actions), ev.message, "service", pci)
         else:
             fault(ev.kind, reason=ev.message)

@@ -145,9 +145,9 @@ def test_rule(case: str) -> None:
 
 def test_every_kernel_kind_has_a_decision() -> None:
     """A kind the classifier can produce either has a rule or is stored on purpose."""
-    from rules import engine
+    from rules import faults
 
-    decided = set(engine.KERNEL_FAULTS) | {"xid", "sxid"}
+    decided = set(faults.KERNEL_FAULTS) | {"xid", "sxid"}
     stored_only = {"pcie_aer", "pcie_link", "mce_edac", "infiniband", "nvlink", "other_fault"}
     assert set(COMPONENT_OF_KIND) == decided | stored_only
 
