@@ -42,7 +42,7 @@ from gpuhealth.events import (
     now_ns,
 )
 from producers import api as api_mod
-from producers import api_auth, check_spec, checks, host, injections, journald, machine, poller, sysfs
+from producers import api_auth, check_spec, checks, host, injections, journald, machine, poller, sysfs, sysfs_tree
 from producers import outbox as outbox_mod
 from producers import spool as spool_mod
 from producers.api_http import ClientError
@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None = None) -> AgentOptions:
 
 def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
     t = now_ns()
-    gpus = [GpuInfo(index=i, pci_bus_id=d.bdf) for i, d in enumerate(sysfs.nvidia_gpus(sysfs_root))]
+    gpus = [GpuInfo(index=i, pci_bus_id=d.bdf) for i, d in enumerate(sysfs_tree.nvidia_gpus(sysfs_root))]
     return Inventory(
         id=new_id(t),
         time=t,
@@ -73,7 +73,7 @@ def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
         source="sysfs",
         component="inventory",
         gpus=gpus,
-        driver_version=sysfs.nvidia_driver_version(sysfs_root),
+        driver_version=sysfs_tree.nvidia_driver_version(sysfs_root),
     )
 
 

@@ -37,7 +37,7 @@ from gpuhealth.events import (
     new_id,
     now_ns,
 )
-from producers import sysfs
+from producers import sysfs_tree
 from producers.kernel import normalise_pci
 from producers.nvml_read import GpuLost, read_gpu
 
@@ -99,7 +99,7 @@ class NvmlProducer:
 
     async def open(self) -> list[Item]:
         """Initialise NVML and read the inventory. Returns what to publish first."""
-        pci_gpus = len(sysfs.nvidia_gpus(self.sysfs_root))
+        pci_gpus = len(sysfs_tree.nvidia_gpus(self.sysfs_root))
         error = self.load_error or "NVML is not installed"
         if self.nvml is not None:
             try:
@@ -165,7 +165,7 @@ class NvmlProducer:
         for g in self.gpus:
             g.uuid = self._try("nvmlDeviceGetUUID", g.handle) or g.uuid
             g.info = self._gpu_info(g.index, g.handle, g.uuid, g.pci_bus_id)
-        return self._inventory(len(sysfs.nvidia_gpus(self.sysfs_root)), self._q("nvmlSystemGetDriverVersion"),
+        return self._inventory(len(sysfs_tree.nvidia_gpus(self.sysfs_root)), self._q("nvmlSystemGetDriverVersion"),
                                self._try("nvmlSystemGetCudaDriverVersion"))  # fmt: skip
 
     async def reread_inventory(self) -> list[Item]:

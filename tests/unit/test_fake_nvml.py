@@ -7,24 +7,24 @@ import inspect
 import pynvml
 import pytest
 
-from producers import fake_nvml
+from producers import nvml_names
 from producers.fake_nvml import FakeNvml
 
 
 def public_names() -> list[str]:
-    return [n for n in dir(fake_nvml) if n.startswith(("NVML", "nvml", "c_nvml"))]
+    return [n for n in dir(nvml_names) if n.startswith(("NVML", "nvml", "c_nvml"))]
 
 
 def test_every_constant_and_error_class_exists_in_nvidia_ml_py_with_the_same_value() -> None:
     for name in public_names():
         assert hasattr(pynvml, name), f"{name} is not in nvidia-ml-py"
-        ours, theirs = getattr(fake_nvml, name), getattr(pynvml, name)
+        ours, theirs = getattr(nvml_names, name), getattr(pynvml, name)
         if isinstance(ours, int):
             assert ours == theirs, name
         elif isinstance(ours, type) and issubclass(ours, Exception):
             assert issubclass(theirs, pynvml.NVMLError) or theirs is pynvml.NVMLError, name
-            if ours is not fake_nvml.NVMLError:
-                code = next(c for c, cls in fake_nvml.NVMLError._valClassMapping.items() if cls is ours)
+            if ours is not nvml_names.NVMLError:
+                code = next(c for c, cls in nvml_names.NVMLError._valClassMapping.items() if cls is ours)
                 assert type(pynvml.NVMLError(code)) is theirs, name
 
 
@@ -74,8 +74,8 @@ def test_struct_fields_match(ours: str, theirs: type) -> None:
 
 
 def test_errors_behave_like_pynvml() -> None:
-    err = fake_nvml.NVMLError(fake_nvml.NVML_ERROR_NOT_SUPPORTED)
-    assert type(err) is fake_nvml.NVMLError_NotSupported and err.value == 3
+    err = nvml_names.NVMLError(nvml_names.NVML_ERROR_NOT_SUPPORTED)
+    assert type(err) is nvml_names.NVMLError_NotSupported and err.value == 3
     assert str(err) == str(pynvml.NVMLError(3))
     nvml = FakeNvml(gpus=1)
     with pytest.raises(nvml.NVMLError_Uninitialized):
