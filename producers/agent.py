@@ -13,68 +13,37 @@ import functools
 import json
 import logging
 import os
-import secrets
-import ssl
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
-from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
 from prometheus_client import Gauge
 
-from gpuhealth import bus, client, flags, natsconf, sd, subjects, telemetry
+from gpuhealth import bus, flags, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
 from gpuhealth.config import NodeIdentity, default_data_dir, read_identity
-from gpuhealth.errors import ConfigError, GpuhealthError
-from gpuhealth.events import (
-    EVENT_DECODER,
-    HEALTH_DECODER,
-    INVENTORY_DECODER,
-    METRIC_DECODER,
-    GpuInfo,
-    Inventory,
-    SetHealthy,
-    encode,
-    new_id,
-    now_ns,
-)
+from gpuhealth.errors import GpuhealthError
+from gpuhealth.events import INVENTORY_DECODER
 from producers import api as api_mod
-from producers import api_auth, check_spec, checks, host, injections, journald, machine, poller, sysfs, sysfs_tree
+from producers import check_spec, checks, host, injections, journald, machine, sysfs
 from producers import outbox as outbox_mod
 from producers import spool as spool_mod
-from producers.api_http import ClientError
 from producers.fake_nvml import FakeNvml
 from producers.klog import KernelLogProducer, LogSource
-from producers.kmsg import KmsgSource, append_record
+from producers.kmsg import KmsgSource
+from producers.local_api import follow_health, note_published, start_api
 from producers.nvml import NvmlProducer
 from producers.options import AgentOptions
 from producers.outbox import Outbox
+from producers.poller import Item, PollState
+from producers.producer import Checks, KernelLog, Nvml, Polled, Producer, Verification
 
 log = logging.getLogger("gpuhealth.agent")
 
 
 def parse_args(argv: list[str] | None = None) -> AgentOptions:
     return flags.parse(AgentOptions, argv, prog="gpuctl serve agent", description="gpuhealth node agent")
-
-
-def inventory_of(identity: NodeIdentity, sysfs_root: Path) -> Inventory:
-    t = now_ns()
-    gpus = [GpuInfo(index=i, pci_bus_id=d.bdf) for i, d in enumerate(sysfs_tree.nvidia_gpus(sysfs_root))]
-    return Inventory(
-        id=new_id(t),
-        time=t,
-        cluster=identity.cluster,
-        node=identity.node,
-        machine_id=identity.machine_id,
-        boot_id=identity.boot_id,
-        source="sysfs",
-        component="inventory",
-        gpus=gpus,
-        driver_version=sysfs_tree.nvidia_driver_version(sysfs_root),
-    )
 
 
 def kernel_log_source(args: AgentOptions, identity: NodeIdentity) -> LogSource:
@@ -109,32 +78,150 @@ async def supervise(name: str, run: Callable[[], Awaitable[None]], stop: asyncio
             await delays.wait(stop)
 
 
-async def run(args: AgentOptions) -> int:
-    identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
-    state_dir = (args.data_dir or default_data_dir()) / "agent"
-    try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:  # read-only, full: the agent runs and publishes, and its own states say what it cannot keep
-        log.error("cannot create %s: %s", state_dir, e)
-    specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
-    stop = bus.stop_on_signals()
-    view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
-                        host=machine.host_facts(args.proc_root))  # fmt: skip
-    # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
-    outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
-                    on_sent=lambda items: note_published(view, items))  # fmt: skip
-    outbox.on_change = lambda: outbox_mod.show_state(view, identity, outbox)
-    outbox_mod.show_state(view, identity, outbox)
+class Agent:
+    """One node's agent: its producers, the outbox they publish through, the local API and the bus side."""
 
-    async def publish(items: list[tuple[str, str, bytes]]) -> None:
-        await outbox.publish(items)
+    def __init__(self, args: AgentOptions) -> None:
+        self.args = args
+        self.identity = identity = read_identity(proc_root=args.proc_root, cluster=args.cluster, node=args.node)
+        self.state_dir = (args.data_dir or default_data_dir()) / "agent"
+        try:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        except (
+            OSError
+        ) as e:  # read-only, full: the agent runs and publishes, and its own states say what it cannot keep
+            log.error("cannot create %s: %s", self.state_dir, e)
+        self.specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
+        self.view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
+                                 host=machine.host_facts(args.proc_root))  # fmt: skip
+        # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
+        self.outbox = Outbox(spool_mod.Spool(self.state_dir / "spool", max_bytes=args.spool_max_bytes),
+                             on_sent=lambda items: note_published(self.view, items))  # fmt: skip
+        self.outbox.on_change = lambda: outbox_mod.show_state(self.view, identity, self.outbox)
+        outbox_mod.show_state(self.view, identity, self.outbox)
+        self.connected = asyncio.Event()
+        self.sent_all = asyncio.Event()  # the stop of the bus side: after the producers' and the outbox's flush
+        self.background: set[asyncio.Task[Any]] = set()
+        self.producers = self.make_producers()
+
+    async def publish(self, items: list[Item]) -> None:
+        await self.outbox.publish(items)
         # What the agent knows of its hardware is what it saw, bus or not: verification and the API read it.
         for subject, _, payload in items:
-            if subject == subjects.inventory_subject(identity.node):
-                view.inventory = INVENTORY_DECODER.decode(payload)
+            if subject == subjects.inventory_subject(self.identity.node):
+                self.view.inventory = INVENTORY_DECODER.decode(payload)
 
-    kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
-    kernel_log.on_change = lambda: show_cursor_state(view, identity, kernel_log)
+    def make_producers(self) -> list[Producer]:
+        args, identity, state_dir = self.args, self.identity, self.state_dir
+        self.kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, self.publish)
+        gauges(self.kernel_log, self.outbox)
+        module, load_error = nvml_module(args, identity)
+        self.nvml = NvmlProducer(module, identity, args.sysfs_root, self.publish, load_error=load_error,
+                                 poll_interval=args.nvml_poll_interval)  # fmt: skip
+        sysfs_poller = sysfs.SysfsPoller(
+            args.sysfs_root, identity, PollState(state_dir / "sysfs.state", identity.boot_id)
+        )
+        pstore_dirs = args.pstore_dir if args.pstore_dir is not None else [args.sysfs_root / "fs" / "pstore",
+                                                                           Path("/var/lib/systemd/pstore")]  # fmt: skip
+        host_poller = host.HostPoller(args.proc_root, identity, PollState(state_dir / "host.state", identity.boot_id),
+                                      mounts=args.disk or ["/"], pstore_dirs=pstore_dirs,
+                                      nvswitches=lambda: sysfs_poller.found.nvswitches,
+                                      slow_every=max(1, round(60 / args.host_interval)))  # fmt: skip
+        self.runner = checks.CheckRunner(self.specs, identity, state_dir / "checks", self.publish)
+        self.verifier = checks.Verifier(self.runner, identity, state_dir / "verified-inventory.json", self.publish)
+        return [
+            KernelLog(self.kernel_log, self.view),
+            Nvml(self.nvml, identity, args.sysfs_root),
+            Polled("sysfs", sysfs_poller.poll, sysfs_poller.state, self.publish, args.sysfs_interval),
+            Polled("host", host_poller.poll, host_poller.state, self.publish, args.host_interval),
+            Checks(self.runner, len(self.specs)),
+            Verification(self.verifier, self.view),
+        ]
+
+    async def run(self) -> int:
+        stop = bus.stop_on_signals()
+        first = [item for p in self.producers for item in await p.open()]
+        try:
+            await self.publish(first)
+            taken = True
+        except spool_mod.SpoolFull:  # the pollers' items stay in their saved state; the rest is said again next start
+            taken = False
+        for p in self.producers:
+            await p.after_first(taken)
+        api = start_api(self.args, self.identity, self.view, self.publish, self.state_dir)
+        bus_task = asyncio.create_task(supervise("bus", functools.partial(self.bus_side, api), self.sent_all))
+        with contextlib.suppress(TimeoutError):  # a moment for the usual case; never a wait on the bus
+            await asyncio.wait_for(self.connected.wait(), 2.0)
+        self.say_ready(api)
+        tasks = [asyncio.create_task(supervise(p.name, functools.partial(p.run, stop), stop)) for p in self.producers]
+        tasks.append(asyncio.create_task(sd.watchdog(stop)))
+        await stop.wait()
+        sd.stopping()
+        log.info("agent stopping: draining")
+        for t in tasks:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(t, 10)
+        await stop_bus_side(self.outbox, bus_task, self.sent_all, self.connected)
+        for p in self.producers:
+            p.close()
+        if api is not None:
+            api.close()
+        self.outbox.spool.close()
+        return 0
+
+    async def bus_side(self, api: api_mod.Api | None) -> None:
+        """The agent without NATS is whole; with it, it listens to its commands and drains the outbox."""
+        args, identity = self.args, self.identity
+        nc = await bus.connect(args.nats, f"gpuhealth-agent-{identity.node}",
+                               inbox_prefix=natsconf.agent_inbox(identity.node))  # fmt: skip
+        try:
+            js = nc.jetstream()
+            await bus.provision(js, missing_only=True)
+            if api is not None:
+                await follow_health(nc, identity, self.view)
+            await injections.serve_kernel(nc, identity, args.kmsg_path, args.allow_inject)
+            await injections.serve_nvml(nc, identity, self.nvml, args.allow_inject, self.replaced)
+            await checks.serve_requests(nc, identity, self.runner)
+            self.connected.set()
+            await self.outbox.run_connected(js, self.sent_all)
+        finally:
+            await bus.shutdown(nc)
+
+    async def replaced(self) -> None:
+        """A GPU replaced: its inventory read again and verified, in the background (verification can take
+        minutes: not inside the command's callback)."""
+
+        async def reread_and_verify() -> None:
+            await self.publish(await self.nvml.reread_inventory())
+            if self.view.inventory is not None:
+                await self.verifier.inventory_seen(self.view.inventory)
+
+        task = asyncio.create_task(reread_and_verify())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def say_ready(self, api: api_mod.Api | None) -> None:
+        if not self.connected.is_set():
+            log.warning("bus unavailable: no answer from NATS at %s yet; what the agent sees waits in %s",
+                        bus.redact(self.args.nats), self.outbox.spool.dir)  # fmt: skip
+        sources = {k: v for p in self.producers for k, v in p.sources().items()}
+        if api is not None:
+            sources["api"] = f"ok: {api.url}"
+        sources["bus"] = "ok: " + bus.redact(self.args.nats) if self.connected.is_set() else self.outbox.bus
+        node = self.identity.node
+        log.info("agent ready on node %s: %s", node, sources)
+        if self.args.ready_fd is not None:
+            with os.fdopen(self.args.ready_fd, "w") as ready:
+                ready.write(json.dumps({"ready": True, "node": node, "sources": sources}) + "\n")
+        sd.ready(f"node {node}: " + ", ".join(f"{k} {v.split(':')[0]}" for k, v in sources.items()))
+
+
+async def run(args: AgentOptions) -> int:
+    return await Agent(args).run()
+
+
+def gauges(kernel_log: KernelLogProducer, outbox: Outbox) -> None:
+    """The agent's own figures on /metrics, read when scraped."""
     for name, doc, read in (
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
@@ -152,135 +239,6 @@ async def run(args: AgentOptions) -> int:
          lambda: outbox.metrics_dropped),
     ):  # fmt: skip
         Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
-    statuses = [kernel_log.open()]
-    show_cursor_state(view, identity, kernel_log)
-    module, load_error = nvml_module(args, identity)
-    nvml = NvmlProducer(module, identity, args.sysfs_root, publish, load_error=load_error,
-                        poll_interval=args.nvml_poll_interval)  # fmt: skip
-    first = [(subjects.event_subject(identity.node, s.source), s.id, encode(s)) for s in statuses]
-    first += await nvml.open()
-    sysfs_state = poller.PollState(state_dir / "sysfs.state", identity.boot_id)
-    sysfs_poller = sysfs.SysfsPoller(args.sysfs_root, identity, sysfs_state)
-    host_state = poller.PollState(state_dir / "host.state", identity.boot_id)
-    pstore_dirs = args.pstore_dir if args.pstore_dir is not None else [args.sysfs_root / "fs" / "pstore",
-                                                                       Path("/var/lib/systemd/pstore")]  # fmt: skip
-    host_poller = host.HostPoller(args.proc_root, identity, host_state, mounts=args.disk or ["/"],
-                                  pstore_dirs=pstore_dirs, nvswitches=lambda: sysfs_poller.found.nvswitches,
-                                  slow_every=max(1, round(60 / args.host_interval)))  # fmt: skip
-    # The first reads happen before the agent says it is ready: what was wrong at start is reported.
-    for state, poll in ((sysfs_state, sysfs_poller.poll), (host_state, host_poller.poll)):
-        state.saved.unacked.extend(await asyncio.to_thread(poll))  # with what an earlier run left unsent
-        state.save()
-        first += state.saved.unacked
-    if not nvml.working:  # without NVML, what sysfs knows is the inventory
-        inventory = inventory_of(identity, args.sysfs_root)
-        first.append((subjects.inventory_subject(identity.node), inventory.id, encode(inventory)))
-    try:
-        await publish(first)
-        spooled = True
-    except spool_mod.SpoolFull:  # the pollers' items stay in their saved state; the rest is said again next start
-        spooled = False
-    runner = checks.CheckRunner(specs, identity, state_dir / "checks", publish)
-    verifier = checks.Verifier(runner, identity, state_dir / "verified-inventory.json", publish)
-    init_failed = [r.component for r in await runner.run_init() if r.verdict()[0] != "Healthy"]
-    if init_failed:
-        log.error("init checks failed: %s (see their health states)", ", ".join(init_failed))
-    api = start_api(args, identity, view, publish, state_dir)
-    for state in (sysfs_state, host_state):
-        if spooled:
-            state.saved.unacked.clear()
-            state.save()
-    background: set[asyncio.Task[Any]] = set()
-
-    async def replaced() -> None:  # verification can take minutes: not inside the command's callback
-        async def reread_and_verify() -> None:
-            await publish(await nvml.reread_inventory())
-            if view.inventory is not None:
-                await verifier.inventory_seen(view.inventory)
-
-        task = asyncio.create_task(reread_and_verify())
-        background.add(task)
-        task.add_done_callback(background.discard)
-
-    connected = asyncio.Event()
-    sent_all = asyncio.Event()  # the stop of the bus side: after the producers' and the outbox's flush
-
-    async def bus_side() -> None:
-        """The agent without NATS is whole; with it, it listens to its commands and drains the outbox."""
-        nc = await bus.connect(
-            args.nats, f"gpuhealth-agent-{identity.node}", inbox_prefix=natsconf.agent_inbox(identity.node)
-        )
-        try:
-            js = nc.jetstream()
-            await bus.provision(js, missing_only=True)
-            if api is not None:
-                await follow_health(nc, identity, view)
-            await injections.serve_kernel(nc, identity, args.kmsg_path, args.allow_inject)
-            await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
-            await checks.serve_requests(nc, identity, runner)
-            connected.set()
-            await outbox.run_connected(js, sent_all)
-        finally:
-            await bus.shutdown(nc)
-
-    bus_task = asyncio.create_task(supervise("bus", bus_side, sent_all))
-    tasks: list[asyncio.Task[Any]] = []
-    try:  # a moment for the usual case; never a wait on the bus
-        await asyncio.wait_for(connected.wait(), 2.0)
-    except TimeoutError:
-        log.warning("bus unavailable: no answer from NATS at %s yet; what the agent sees waits in %s",
-                    bus.redact(args.nats), outbox.spool.dir)  # fmt: skip
-    sources = {s.source: ("ok: " if s.available else "unavailable: ") + s.reason for s in statuses}
-    if api is not None:
-        sources["api"] = f"ok: {api.url}"
-    sources["bus"] = "ok: " + bus.redact(args.nats) if connected.is_set() else outbox.bus
-    sources["nvml"] = f"ok: {len(nvml.gpus)} GPUs" if nvml.working else "unavailable (see the health states)"
-    if specs:
-        sources["checks"] = (f"failed: init checks {', '.join(init_failed)}" if init_failed
-                             else f"ok: {len(specs)} checks")  # fmt: skip
-    log.info("agent ready on node %s: %s", identity.node, sources)
-    if args.ready_fd is not None:
-        with os.fdopen(args.ready_fd, "w") as ready:
-            ready.write(json.dumps({"ready": True, "node": identity.node, "sources": sources}) + "\n")
-    sd.ready(f"node {identity.node}: " + ", ".join(f"{k} {v.split(':')[0]}" for k, v in sources.items()))
-
-    if statuses[0].available:
-
-        async def run_kernel_log() -> None:
-            try:
-                await kernel_log.run(stop)
-            except OSError:
-                kernel_log.source.close()
-                kernel_log.open()
-                raise
-
-        tasks.append(asyncio.create_task(supervise("kernel log", run_kernel_log, stop)))
-    tasks.append(asyncio.create_task(supervise("nvml", lambda: nvml.run(stop), stop)))
-    for name, state, poll, interval in (("sysfs", sysfs_state, sysfs_poller.poll, args.sysfs_interval),
-                                        ("host", host_state, host_poller.poll, args.host_interval)):  # fmt: skip
-        tasks.append(asyncio.create_task(supervise(name, functools.partial(
-            poller.run_loop, name, poll, state, publish, interval, stop, first_wait=True), stop)))  # fmt: skip
-    tasks.append(asyncio.create_task(supervise("checks", lambda: runner.run_scheduled(stop), stop)))
-    if (at_start := view.inventory) is not None:  # hardware changed while the agent was away: verify it
-
-        async def verify_at_start() -> None:
-            await verifier.inventory_seen(at_start)
-
-        tasks.append(asyncio.create_task(supervise("verification", verify_at_start, stop)))
-    tasks.append(asyncio.create_task(sd.watchdog(stop)))
-    await stop.wait()
-    sd.stopping()
-    log.info("agent stopping: draining")
-    for t in tasks:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(t, 10)
-    await stop_bus_side(outbox, bus_task, sent_all, connected)
-    kernel_log.source.close()
-    nvml.close()
-    if api is not None:
-        api.close()
-    outbox.spool.close()
-    return 0
 
 
 async def stop_bus_side(outbox: Outbox, bus_task: asyncio.Task[None], sent_all: asyncio.Event,
@@ -303,101 +261,6 @@ def check_files(args: AgentOptions) -> list[Path]:
     if args.checks is not None:
         return list(args.checks)
     return [DEFAULT_CHECKS] if DEFAULT_CHECKS.exists() else []
-
-
-def show_cursor_state(view: api_mod.View, identity: NodeIdentity, kernel_log: KernelLogProducer) -> None:
-    """Whether the kernel log's cursor is saved: one that is not means a restart reads records again."""
-    if kernel_log.cannot_persist:
-        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Degraded",
-                       f"{kernel_log.cannot_persist}; a restart reads the kernel log again from the last saved "
-                       "position")  # fmt: skip
-    else:
-        outbox_mod.say(view, identity, f"{kernel_log.source.name} cursor", "Healthy", "cursor saved")
-
-
-def note_published(view: api_mod.View, items: list[tuple[str, str, bytes]]) -> None:
-    """What went out, for the local API: events and metric batches (a storm is already a few events); the
-    inventory is the newest taken, not the newest sent (a replayed spool holds older ones)."""
-    for subject, _, payload in items:
-        family = subject.split(".", 3)[2]
-        if family == "event":
-            view.published_event(EVENT_DECODER.decode(payload))
-        elif family == "metric":
-            view.published_metrics(METRIC_DECODER.decode(payload))
-
-
-Publisher = Callable[[list[tuple[str, str, bytes]]], Awaitable[None]]
-
-
-async def follow_health(nc: NATS, identity: NodeIdentity, view: api_mod.View) -> None:
-    """Feed the local API this node's health states: the KV bucket, then the health subject."""
-
-    async def on_health(msg: Msg) -> None:
-        with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
-            view.health_changed(HEALTH_DECODER.decode(msg.data))
-
-    await nc.subscribe(subjects.node_health_subjects(identity.node), cb=on_health)
-    with contextlib.suppress(Exception):  # the bucket may be away: states arrive on the subject anyway
-        for h in await client.node_health_states(nc, identity.node):
-            view.health_changed(h)
-
-
-def start_api(args: AgentOptions, identity: NodeIdentity, view: api_mod.View, publish: Publisher,
-              state_dir: Path) -> api_mod.Api | None:  # fmt: skip
-    """The local API; its writes need the token in ``state_dir``/api-token. It needs no bus."""
-    if args.api_listen in ("", "off"):
-        return None
-    loop = asyncio.get_running_loop()
-
-    def inject(message: str, priority: int) -> int:
-        return append_record(args.kmsg_path, message, priority)
-
-    def set_healthy(components: list[str], reason: str) -> int:
-        t = now_ns()
-        events = [SetHealthy(id=new_id(t), time=t, cluster=identity.cluster, node=identity.node,
-                             machine_id=identity.machine_id, boot_id=identity.boot_id,
-                             boot_time=identity.boot_time_ns, source="api",
-                             component="operator", target_component=c, user="local-api", reason=reason)
-                  for c in components]  # fmt: skip
-        items = [(subjects.event_subject(identity.node, "api"), e.id, encode(e)) for e in events]
-        try:
-            api_mod.run_coroutine(loop, publish(items))
-        except spool_mod.SpoolFull as e:
-            raise ClientError(503, f"not taken: {e}; try again once the bus is back") from None
-        return len(items)
-
-    gpus = view.inventory.gpus if view.inventory else []
-    actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
-                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
-    try:
-        token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
-    except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused
-        log.error("the local API refuses writes: cannot keep its token in %s: %s", state_dir, e)
-        token = secrets.token_urlsafe(32)
-    tls = api_tls_context(args, state_dir)
-    try:
-        server = api_mod.Api(view, actions, args.api_listen, token=token, tls=tls)
-    except OSError as e:  # the port is taken (another agent, GPUd itself): run without the API, say so
-        log.error("local API not started on %s: %s", args.api_listen, e)
-        return None
-    server.start()
-    return server
-
-
-def api_tls_context(args: AgentOptions, state_dir: Path) -> ssl.SSLContext | None:
-    """The API's TLS: off, the operator's certificate, or the agent's own (made at the first start)."""
-    cert, key = args.api_tls_cert, args.api_tls_key
-    if (cert is None) != (key is None):
-        raise ConfigError("--api-tls-cert and --api-tls-key go together")
-    if args.api_tls == "off":
-        if cert is not None:
-            raise ConfigError("--api-tls-cert with --api-tls off: a certificate would not be used")
-        return None
-    from producers import api_tls  # only an agent serving HTTPS needs it
-
-    if cert is not None and key is not None:
-        return api_tls.server_context(cert, key)
-    return api_tls.own_context(state_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

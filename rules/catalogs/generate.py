@@ -107,8 +107,11 @@ def build_sxid(ref: Path) -> list[list[str]]:
 NVLINK_SOURCE = "NVIDIA Xid catalog NVLink5 decode rules (Xid 144-150), as generated in GPUd"
 # NVLink resolutions → gpuhealth's action. XID_154_EVAL: the driver follows with an Xid 154
 # naming the recovery it needs, and that event carries the action.
-NVLINK_ACTIONS = {"IGNORE": "IGNORE_NO_ACTION_REQUIRED", "XID_154_EVAL": "IGNORE_NO_ACTION_REQUIRED",
-                  "RESET_GPU": "RESET_GPU"}  # fmt: skip
+NVLINK_ACTIONS = {
+    "IGNORE": "IGNORE_NO_ACTION_REQUIRED",
+    "XID_154_EVAL": "IGNORE_NO_ACTION_REQUIRED",
+    "RESET_GPU": "RESET_GPU",
+}
 _NVLINK_RANK = ["IGNORE_NO_ACTION_REQUIRED", "RESET_GPU"]
 
 

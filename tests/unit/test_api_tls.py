@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from gpuhealth.errors import ConfigError
-from producers.agent import api_tls_context
 from producers.api import Actions, Api
 from producers.api_http import Limits
 from producers.api_tls import CERT_FILE, KEY_FILE, make_certificate, own_context, server_context
+from producers.local_api import api_tls_context
 from tests import rawhttp
 from tests.unit.test_api import TOKEN, Recorder, view
 
