@@ -7,6 +7,7 @@
     consumer    the durable, in-order, poison-isolating consumer every stage reads with
     client      what gpuctl asks the running stack (states, queries, commands)
     config …    the data dir, run.json, the identities of the embedded bus (localauth), sizing
+    flags       a service's options, declared once: its parser, gpuctl's command and its argv derived
 
 The stages sit above it and never import each other: producers/ (the node agent), rules/ (the health
 engine), sinks/ (ClickHouse), gpuctl/ (the command line, which wires the stages together). This
