@@ -61,6 +61,38 @@ FAULTS = [
     ("sd 0:0:0:0: [sda] tag#0 FAILED Result: hostbyte=DID_OK driverbyte=DRIVER_SENSE", "other_fault"),
     # the NVIDIA driver's crash-dump notice, every line of it (src/nvidia/src/kernel/diagnostics/journal.c)
     ("NVRM: nvidia-bug-report.sh as root to collect this data before", "other_fault"),
+    # NVIDIA osinit.c: the probe-time notice that the GPU fell off the bus, three lines, each on its own
+    ("NVRM: The NVIDIA GPU 0000:b3:00.0", "gpu_fallen_off_bus"),
+    ("NVRM: (PCI ID: 10de:2330) installed in this system has", "gpu_fallen_off_bus"),
+    # GSP: RM assertions, falcon core dumps, FWSEC, resource-controller errors (labels guide: gsp)
+    ("NVRM: GPU0 nvAssertFailedNoLog: Assertion failed: 0 @ kernel_bus.c:12", "gsp"),
+    ("NVRM: kflcnCoreDumpNondestructive_IMPL: PRI: falconMailbox : 0:00000000 1:00000000", "gsp"),
+    ("NVRM: s_prepareForFwsec_GA102: failed to prepare interface data for FWSEC cmd 0x15: 0x25", "gsp"),
+    ("NVRM: GPU0 tmrGetTimeEx_GA100: NVRM-RC: Consistently Bad TimeLo value", "gsp"),
+    # NVIDIA nv.c probe failures
+    ("NVRM: BAR0 is 0M @ 0x0 (PCI:0000:06:00.0)", "other_fault"),
+    ("NVRM: No NVIDIA graphics adapter found!", "other_fault"),
+    ("nvidia 0000:01:00.0: probe with driver nvidia failed with error -1", "other_fault"),
+    # sched_show_task before 5.14, the OOM report's header lines
+    ("python3         D    0 12345      1 0x00000000", "hung_task"),
+    ("Mem-Info:", "oom"),
+    ("memory: usage 2097152kB, limit 2097152kB, failcnt 12", "oom"),
+    ("Watchdog CPU:3 Hard LOCKUP", "soft_lockup"),
+    # drivers/pci/pcie/edr.c, aer.c, hotplug/shpchp_ctrl.c, pci.c
+    ("pcieport 0000:00:03.0: EDR: EDR event received", "pcie_aer"),
+    ("pcieport 0000:00:1c.0: can't find device of ID00e0", "pcie_aer"),
+    ("shpchp 0000:01:00.0: Card not present on Slot(3)", "pcie_link"),
+    ("nvidia 0000:3b:00.0: Unable to change power state from D3cold to D0, device inaccessible", "pcie_link"),
+    ("pcieport 0000:80:02.0: link reset at upstream device 0000:80:02.0 failed", "pcie_link"),
+    # XFS without a device, btrfs at any level with an error
+    ("XFS: Internal error XFS_WANT_CORRUPTED_GOTO at line 1500 of file fs/xfs/libxfs/xfs_alloc.c.", "fs_readonly"),
+    ("BTRFS: Transaction aborted (error -5)", "fs_readonly"),
+    # oops detail, IOMMU faults, spurious interrupts, a disk that went away
+    ("#PF: supervisor read access in kernel mode", "other_fault"),
+    ("---[ end trace 0000000000000000 ]---", "other_fault"),
+    ("nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0010 address=0x1000 flags=0x0000]", "other_fault"),
+    ("irq 42: nobody cared (try booting with the \"irqpoll\" option)", "other_fault"),
+    ("nvme0n1: detected capacity change from 1000204886016 to 0", "other_fault"),
     # kmsg priority 3 (KERN_ERR) from a NIC driver that no rule names: still a fault
     ("3,100,200,-;igb 0000:05:00.0: something odd happened", "other_fault"),
 ]  # fmt: skip
@@ -80,6 +112,10 @@ BENIGN = [
     "nvidia_uvm: module verification failed: signature and/or required key missing - tainting kernel",
     "6,100,200,-;igb 0000:05:00.0: something odd happened",
     "mce: CPU0: Core temperature/speed normal",
+    "python3[4242]: segfault at 0 ip 00007f0000000000 sp 00007ffd00000000 error 4 in libc.so.6[7f0000000000+1000]",
+    "nvidia-modeset: WARNING: GPU:0: Lost display notification (0:0x00000000); continuing.",
+    "NVRM: gpumgrCheckRmFirmwarePolicy: Disabling GSP offload -- GPU not supported",
+    "pciehp 0000:00:1c.0:pcie004: Slot #8 AttnBtn- PwrCtrl- MRL- AttnInd- PwrInd- HotPlug+ Surprise+ Interlock- NoCompl+",
     "EDAC MC0: Giving out device to module skx_edac controller Skylake Socket#0 IMC#0: DEV 0000:3a:0a.0 (INTERRUPT)",
 ]
 
