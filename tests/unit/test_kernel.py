@@ -214,6 +214,15 @@ def test_anchors_never_change_a_result() -> None:
                 "Killed process 12 (x)",
                 "GSP",
                 "nvidia-modeset: ERROR",
+                # pieces of anchors that overlap one another ("PCI" + "/O error" holds "I/O error")
+                "PCI",
+                "/O error",
+                " D",
+                " 0 1 2 0x00000000",
+                "nvidia-nvs",
+                "witch0: Link 3 failed",
+                "EXT4-fs",
+                " error (device x)",
                 " ",
                 "x",
             ]
