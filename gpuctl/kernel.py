@@ -142,10 +142,23 @@ async def _inject_remote(node: str, message: str, priority: int, data_dir: Path,
     return f"injected on node {node}: {message}"
 
 
-def parse(json_out: JsonOpt = True) -> None:
-    """Classify kernel lines from stdin: one JSON object per input line, in order."""
+def parse(
+    score_file: Annotated[
+        Path | None, typer.Option("--score", help="a labelled JSONL set: print precision and recall instead")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Classify kernel lines from stdin: one JSON object per input line, in order.
+
+    With --score FILE, classify a labelled set and print how right it was (--json: as JSON)."""
     from producers.kernel import classify
 
+    if score_file is not None:
+        from gpuctl.kernel_score import read_labelled, report, score
+
+        figures = score(read_labelled(score_file))
+        print(json.dumps(figures, indent=2) if json_out else report(figures))
+        return
     out = sys.stdout
     for raw in sys.stdin.buffer:
         r = classify(raw.decode("utf-8", "replace").rstrip("\r\n"))

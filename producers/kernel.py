@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -19,6 +20,8 @@ from gpuhealth.events import kernel_priority
 MAX_LINE = 8192  # longer lines are cut: a kernel record is at most ~1 KiB, anything else is garbage
 MAX_CODE = 2**32 - 1  # Xid and SXid codes are 32-bit; a longer number is no code (the wire refuses it)
 MAX_PID = 2**31 - 1  # pid_t
+BENIGN = "benign"  # a rule of this kind names an informational or recovery format: the line is no fault
+ERR = 3  # KERN_ERR: an error-or-worse line from a hardware subsystem is a fault even when no rule names it
 
 KINDS = (
     "xid",
@@ -70,9 +73,11 @@ def rules() -> tuple[Rule, ...]:
     data = tomllib.loads(text)
     out = []
     for r in data["rule"]:
-        if r["kind"] not in KINDS:
+        if r["kind"] not in KINDS and r["kind"] != BENIGN:
             raise ValueError(f"kernel_patterns.toml: unknown kind {r['kind']!r}")
-        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"], tuple(r.get("anchors", ()))))
+        if not r.get("anchors"):
+            raise ValueError(f"kernel_patterns.toml: the rule {r['regex']!r} names no anchors")
+        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"], tuple(r["anchors"])))
     return tuple(out)
 
 
@@ -167,6 +172,15 @@ _PROC_PATTERNS = (
     re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<pid>\d+)\]: segfault"),
     re.compile(r"\(pid (?P<pid>\d+)\)"),
 )
+# Where a line comes from, by the device or subsystem prefix the kernel prints it with (dev_err: "driver
+# dddd:bb:dd.f: ", pr_err with pr_fmt "subsys: "): GPU, NIC, PCIe, memory and storage. Its priority, not its
+# words, says whether it is a fault.
+_HW_SUBSYSTEM = re.compile(
+    r"(?:NVRM|nvidia\S*|nv_peer_mem|nvswitch\S*|mlx\d\S*|mlx5_ib|ib_\w+|ib\d+|rdma\S*|irdma|hfi1|bnxt\S*|i40e|ice"
+    r"|igb|ixgbe|e1000e?|tg3|bond\d+|pcieport|pci|pciehp|aer|dpc|nvme\S*|sd|scsi\S*|ata\d\S*|ahci|md\S*|raid\S*"
+    r"|dm-\S+|device-mapper|blk\S*|Buffer|EDAC|edac\S*|mce|MCE|ghes|GHES|APEI|BERT|EXT\d-fs|XFS|BTRFS|F2FS-fs|nfs"
+    r"|NFS|lpfc|qla2xxx|megaraid\S*|mpt3sas\S*)\b"
+)
 _NVLINK_INTRINFO = re.compile(r"\((0x[0-9a-fA-F]+)")
 _NVLINK_UNIT = re.compile(r"\):\s*1(?:4[4-9]|50),\s*([A-Z][A-Z0-9_/]+)")
 
@@ -241,11 +255,83 @@ def fault_of(line: str) -> KernelLine | None:
     return found if found.kind is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class _AnchorIndex:
+    scan: re.Pattern[str]  # every anchor, factored: one pass over a line finds them
+    inside: dict[str, frozenset[int]]  # found anchor -> the rules with an anchor inside it (itself too)
+    straddling: dict[str, tuple[str, ...]]  # found anchor -> anchors that may start inside it and run past it
+
+
 @cache
-def _any_anchor() -> re.Pattern[str]:
-    """One pass over a line for every rule's anchors: most lines have none and stop here."""
-    anchors = sorted({a for r in rules() for a in r.anchors}, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, anchors)))
+def _anchor_index() -> _AnchorIndex:
+    """The scan finds anchors left to right without overlaps, the longest at each position: an anchor it
+    passes over is inside a found one, or starts inside one and runs past its end (checked by itself)."""
+    every = rules()
+    anchors = {a for r in every for a in r.anchors}
+    inside = {a: frozenset(i for i, r in enumerate(every) if any(b in a for b in r.anchors)) for a in anchors}
+    straddling = {a: tuple(b for b in sorted(anchors) if b not in a and _overlaps(a, b)) for a in anchors}
+    return _AnchorIndex(re.compile(_trie(anchors)), inside, straddling)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    """b can start inside a, after a's first character, and run past a's end."""
+    return any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
+
+
+def _candidates(text: str) -> Iterator[int]:
+    """The rules, in order, of which the line holds an anchor. A rule only a straddling anchor may name is
+    looked for (a substring test) just before its turn: the first rule that matches ends the search."""
+    found = frozenset(_anchor_index().scan.findall(text))
+    if not found:
+        return
+    sure, maybe = _plan(found)
+    j = 0
+    for i in sure:
+        while j < len(maybe) and maybe[j][0] < i:
+            if any(b in text for b in maybe[j][1]):
+                yield maybe[j][0]
+            j += 1
+        yield i
+    for k, anchors in maybe[j:]:
+        if any(b in text for b in anchors):
+            yield k
+
+
+@lru_cache(maxsize=1024)
+def _plan(found: frozenset[str]) -> tuple[tuple[int, ...], tuple[tuple[int, tuple[str, ...]], ...]]:
+    """For the anchors a scan found: the rules they name, in order, and the other rules with an anchor that
+    may straddle one found (rule, those anchors), in order."""
+    index = _anchor_index()
+    sure = frozenset().union(*(index.inside[a] for a in found))
+    straddling = {b for a in found for b in index.straddling[a]}
+    maybe = [(i, tuple(sorted(straddling.intersection(r.anchors)))) for i, r in enumerate(rules()) if i not in sure]
+    return tuple(sorted(sure)), tuple((i, anchors) for i, anchors in maybe if anchors)
+
+
+def _common_prefix(words: list[str]) -> str:
+    first, last = min(words), max(words)  # the sorted extremes share what every word between them shares
+    n = 0
+    while n < min(len(first), len(last)) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def _trie(words: set[str]) -> str:
+    """An alternation factored on common prefixes: `re` tries a flat alternation's branches one by one at
+    every position, a factored one follows a single path per position (~4x faster for ~150 anchors)."""
+    heads: dict[str, list[str]] = {}
+    for w in sorted(words):
+        heads.setdefault(w[0], []).append(w)
+    branches = []
+    for group in heads.values():
+        common = _common_prefix(group)
+        rest = {w[len(common) :] for w in group}
+        if rest == {""}:
+            branches.append(re.escape(common))
+            continue
+        optional = "?" if "" in rest else ""
+        branches.append(f"{re.escape(common)}(?:{_trie(rest - {''})}){optional}")
+    return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
 def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLine:
@@ -257,13 +343,15 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     groups: dict[str, str] = {}
     # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag.
     text = f"{stripped.tag}: {message}" if stripped.tag else message
-    if not gated or _any_anchor().search(text):
-        for rule in rules():
-            if gated and rule.anchors and not any(a in text for a in rule.anchors):
-                continue
-            if m := rule.regex.search(text):
-                kind, groups = rule.kind, {k: v for k, v in m.groupdict().items() if v}
-                break
+    every = rules()
+    for i in _candidates(text) if gated else range(len(every)):
+        if m := every[i].regex.search(text):
+            kind, groups = every[i].kind, {k: v for k, v in m.groupdict().items() if v}
+            break
+    if kind is None and stripped.priority is not None and stripped.priority <= ERR and _HW_SUBSYSTEM.match(message):
+        kind = "other_fault"
+    elif kind == BENIGN:
+        kind = None
     if kind is None and not benign_fields:
         return KernelLine(kind=None, message=message, priority=stripped.priority)
     pci = normalise_pci(groups["pci"]) if groups.get("pci") else _first_pci(message)

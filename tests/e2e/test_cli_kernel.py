@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from producers.kernel import classify
 from tests.conftest import need
 from tests.e2e.conftest import GPUCTL, gpuctl
 from tests.unit.test_kernel import CORPUS
@@ -21,7 +22,9 @@ def test_parse_prints_one_object_per_line_in_order() -> None:
     assert len(out) == len(rows)
     for got, want in zip(out, rows, strict=True):
         assert set(got) == {"kind", "xid", "sxid", "pci_bus_id", "pid", "process_name"}
-        assert got["kind"] == (None if want["category"] == "benign" else want["category"])
+        # The kinds' accuracy is test_kernel_accuracy's (a few corpus labels differ from the labelling guide
+        # on purpose): here, each line's kind is the one the classifier gives it, in the line's place.
+        assert got["kind"] == classify(str(want["line"])).kind
         assert (got["xid"], got["sxid"], got["pci_bus_id"]) == (want["xid"], want["sxid"], want["pci_bus_id"])
 
 

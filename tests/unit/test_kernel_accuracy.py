@@ -1,0 +1,45 @@
+"""Issue #23's floors, measured by `gpuctl parse --score`'s own figures on real labelled lines.
+
+- ../shared/corpus/kernel_lines.jsonl: the corpus the classifier started from;
+- tests/data/kernel_lines_extra.jsonl: real lines gathered later from other sources (the research
+  helpers' sets, sha256(line)'s first byte >= 64). Its held-out part, tests/data/kernel_lines_holdout.jsonl
+  (first byte < 64), is scored in the README and never asserted here: no rule is tuned on it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuctl.kernel_score import read_labelled, score
+from tests.conftest import SHARED, need
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
+EXTRA = DATA / "kernel_lines_extra.jsonl"
+
+
+def figures(path: Path) -> dict[str, Any]:
+    if path == CORPUS:
+        need(path.exists(), "../shared/corpus (beside this checkout)")
+    return score(read_labelled(path))
+
+
+@pytest.mark.parametrize("path", [CORPUS, EXTRA], ids=["corpus", "extra"])
+def test_the_floors_hold(path: Path) -> None:
+    f = figures(path)
+    assert f["xid_code_and_pci_right"] == f["xid_lines"], f["not_as_labelled"]
+    assert f["sxid_right"] == f["sxid_lines"]
+    assert f["detected"] / f["fault_lines"] >= 0.97, f["not_as_labelled"]
+    assert f["right_kind"] / f["fault_lines"] >= 0.90, f["not_as_labelled"]
+    assert f["benign_flagged_lines"] == []
+
+
+def test_the_extra_set_is_large_and_real() -> None:
+    """At least 300 lines, each with its source, a third or more benign near-misses."""
+    rows = read_labelled(EXTRA) + read_labelled(DATA / "kernel_lines_holdout.jsonl")
+    assert len(rows) >= 300
+    assert all(str(r.get("source") or "").strip() for r in rows)
+    assert sum(r["category"] == "benign" for r in rows) / len(rows) >= 0.35
