@@ -49,9 +49,9 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
-from producers import gpud_detail, machine
+from producers import gpud_detail, gpud_metrics, machine
 from producers.api_auth import check_bearer
-from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO
+from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO, OWN_METRICS
 from producers.api_http import ClientError, GuardedHandler, Limits
 from producers.api_server import Server
 from producers.host import OS_COMPONENT
@@ -89,6 +89,7 @@ class View:
     lock: threading.Lock = field(default_factory=threading.Lock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
     host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
+    history: gpud_metrics.History = field(default_factory=gpud_metrics.History)  # GPUd's /v1/metrics
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -109,6 +110,7 @@ class View:
     def published_metrics(self, b: MetricBatch) -> None:
         with self.lock:
             self.metrics[b.entity] = b
+            self.history.record(b, self._samples)
         self.metric_batches.inc()
         if b.gpu_uuid:
             for name, value in b.values.items():
@@ -169,13 +171,19 @@ class View:
         return [{"component": c, "startTime": _iso(start), "endTime": _iso(end), "events": ev}
                 for c, ev in grouped.items()]  # fmt: skip
 
-    def metrics_json(self, components: set[str] | None) -> list[dict[str, Any]]:
+    def _samples(self, b: MetricBatch) -> list[gpud_metrics.Sample]:
+        return gpud_metrics.samples(b, OS_COMPONENT, self.host.get("memoryInfo", {}).get("totalBytes"))
+
+    def metrics_json(self, since: int, components: set[str] | None) -> list[dict[str, Any]]:
+        with self.lock:
+            return self.history.read(since, components)
+
+    def own_metrics_json(self) -> list[dict[str, Any]]:
+        """gpuhealth's own view, as /v1/metrics was before GPUd's took that path: the latest batches, our names."""
         with self.lock:
             batches = list(self.metrics.values())
         grouped: dict[str, list[dict[str, Any]]] = {}
         for b in batches:
-            if components and b.component not in components:
-                continue
             labels = {"gpu_uuid": b.gpu_uuid or "", "pci_bus_id": b.pci_bus_id or "", "entity": b.entity}
             grouped.setdefault(b.component, []).extend(
                 {"unix_seconds": b.time // 10**9, "name": k, "labels": labels, "value": v} for k, v in b.values.items()
@@ -307,6 +315,16 @@ def _time_param(values: list[str] | None, default: int) -> int:
     raise ClientError(400, f"bad time {text!r}: RFC 3339 or unix seconds")
 
 
+def _since(values: list[str] | None) -> int:
+    """GPUd's ``since``: a Go duration back from now, 30 minutes unless given."""
+    if not values or not values[0]:
+        return gpud_metrics.DEFAULT_SINCE_NS
+    try:
+        return gpud_metrics.parse_duration(values[0])
+    except ValueError as e:
+        raise ClientError(400, f"failed to parse duration: {e}") from None
+
+
 class _Handler(GuardedHandler):
     api: Api
 
@@ -355,6 +373,8 @@ class _Handler(GuardedHandler):
             self.respond(200, view.machine_info())
         elif url.path == OWN_MACHINE_INFO:
             self.respond(200, view.own_machine_info())
+        elif url.path == OWN_METRICS:
+            self.respond(200, view.own_metrics_json())
         elif url.path == "/v1/states":
             self.respond(200, view.states_json(components))
         elif url.path == "/v1/events":
@@ -362,7 +382,7 @@ class _Handler(GuardedHandler):
             end = _time_param(q.get("endTime"), now + 1)
             self.respond(200, view.events_json(start, end, components))
         elif url.path == "/v1/metrics":
-            self.respond(200, view.metrics_json(components))
+            self.respond(200, view.metrics_json(now - _since(q.get("since")), components))
         elif url.path == "/v1/components":
             self.respond(200, view.components())
         elif url.path == "/metrics":

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from gpuhealth.events import KERNEL_PRIORITIES
+from producers.gpud_metrics import DURATION_PATTERN
 
 COMPONENT_LIST = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
 
@@ -41,6 +42,7 @@ _MACHINE_INFO = _schema({"gpudVersion": _S, "machineID": _S, "bootID": _S, "host
                                                            ["gpus"])},
                         ["gpudVersion", "machineID", "bootID", "node", "cluster", "gpuInfo"])  # fmt: skip
 OWN_MACHINE_INFO = "/gpuhealth/v1/machine-info"  # gpuhealth's own inventory view, beside GPUd's
+OWN_METRICS = "/gpuhealth/v1/metrics"  # the latest batches in gpuhealth's own names, beside GPUd's history
 _COMPONENTS = [{"name": "components", "in": "query", "required": False, "schema": _S,
                 "description": "comma-separated component names"}]  # fmt: skip
 
@@ -94,6 +96,11 @@ OPENAPI: dict[str, Any] = {
                 )
             }
         },
+        OWN_METRICS: {
+            "get": {
+                "responses": _ok({"type": "array", "items": _schema({"component": _S, "metrics": {"type": "array"}})})
+            }
+        },
         "/v1/components": {"get": {"responses": _ok(_ARR)}},
         "/v1/states": {
             "get": {
@@ -128,7 +135,16 @@ OPENAPI: dict[str, Any] = {
         },
         "/v1/metrics": {
             "get": {
-                "parameters": _COMPONENTS,
+                "parameters": [
+                    *_COMPONENTS,
+                    {
+                        "name": "since",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string", "pattern": DURATION_PATTERN},
+                        "description": "a Go duration back from now (30m, 1h30m); 30m unless given",
+                    },
+                ],
                 "responses": _ok(
                     {
                         "type": "array",
@@ -143,13 +159,15 @@ OPENAPI: dict[str, Any] = {
                                             "name": _S,
                                             "labels": {"type": "object"},
                                             "value": {"type": "number"},
-                                        }
+                                        },
+                                        ["unix_seconds", "name", "value"],  # GPUd's labels are omitempty
                                     ),
                                 },
                             }
                         ),
                     }
-                ),
+                )
+                | {"400": _ERROR},
             }
         },
         "/inject-fault": {

@@ -110,8 +110,17 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     assert evs["events"] == [{"time": evs["events"][0]["time"], "name": "xid", "type": "Critical",
                               "message": "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus"}]  # fmt: skip
     assert get(base, "/v1/events?startTime=1&endTime=2") == []
-    [m] = get(base, "/v1/metrics")
-    assert {x["name"] for x in m["metrics"]} == {"temperature_gpu_c", "power_w"}
+    assert get(base, "/v1/metrics") == []  # GPUd's default since is 30m: the batch is days old
+    power, processes, temp = get(base, "/v1/metrics?since=240h")  # GPUd's names, units (mW), label; ms in unix_seconds
+    assert processes["metrics"][0]["value"] == 0
+    assert temp == {"component": "accelerator-nvidia-temperature", "metrics": [
+        {"unix_seconds": T // 10**6, "name": "accelerator_nvidia_temperature_current_celsius",
+         "labels": {"uuid": "GPU-1"}, "value": 61.0}]}  # fmt: skip
+    assert power["metrics"][0]["name"] == "accelerator_nvidia_power_current_usage_milli_watts"
+    assert power["metrics"][0]["value"] == 612_500
+    assert get(base, "/v1/metrics?since=240h&components=accelerator-nvidia-power") == [power]
+    [own] = get(base, "/gpuhealth/v1/metrics")  # gpuhealth's own names, the latest batch, beside GPUd's
+    assert {x["name"] for x in own["metrics"]} == {"temperature_gpu_c", "power_w"}
     assert get(base, "/v1/components") == ["accelerator-nvidia-error-xid"]
 
 
