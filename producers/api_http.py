@@ -218,7 +218,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
             e.status,
             e.message,
         )
-        self.respond(e.status, {"error": e.message}, headers=e.headers)
+        self.respond(e.status, {"code": e.status, "message": e.message}, headers=e.headers)  # GPUd's error body
 
     def read_body(self) -> bytes:
         """The request's body, by Content-Length or chunked, refused past ``max_body`` before it is read."""

@@ -10,10 +10,12 @@ component packages. A field NVML did not give is left out, as GPUd's ``supported
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 from gpuhealth.events import MetricBatch
+from producers.gpud_events import iso
 
 Row = dict[str, Any]
 Values = dict[str, float]
@@ -148,3 +150,22 @@ def host_payloads(host: MetricBatch | None, memory_total: int | None) -> dict[st
 def extra_info(data: Row) -> dict[str, str]:
     """As GPUd's Go sets it: the data as compact JSON, a string in a string map."""
     return {"data": json.dumps(data, separators=(",", ":")), "encoding": "json"}
+
+
+HOST_DETAIL = ("cpu", "memory", "disk")
+DETAIL_COMPONENTS = frozenset({*GPU_DETAIL, "accelerator-nvidia-processes", *HOST_DETAIL})
+
+
+def pending(gpus_unread: bool, host: MetricBatch | None, data: dict[str, Any]) -> list[str]:
+    """The detail components whose first reading is yet to come: GPUd's ``Initializing``. The GPUs' while
+    the inventory has GPUs and none has given a batch yet; the host's until its first batch (the CPU's until
+    its second: usage is a difference of two)."""
+    gpu = [*GPU_DETAIL, "accelerator-nvidia-processes"] if gpus_unread else []
+    host_pending = list(HOST_DETAIL) if host is None else ["cpu"] if "cpu" not in data else []
+    return [c for c in (*gpu, *host_pending) if c not in data]
+
+
+def state(component: str, health: str, reason: str, name: str | None = None) -> dict[str, Any]:
+    """One GPUd state of a component, as of now."""
+    return {"time": iso(time.time_ns()), "component": component, "name": name or component, "health": health,
+            "reason": reason, "suggested_actions": {"description": "", "repair_actions": []}}  # fmt: skip
