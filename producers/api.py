@@ -142,19 +142,22 @@ class View:
                 row["extra_info"] = info
             if not rows:  # no rule says anything of it: as GPUd, one Healthy state named after it
                 rows.append(gpud_detail.state(component, "Healthy", "no issue found") | {"extra_info": info})
-        for component in pending:  # its first reading is yet to come
+        for component, first in pending.items():  # its first reading is yet to come
             if (not components or component in components) and component not in grouped:
-                grouped[component] = [gpud_detail.state(component, "Initializing", "no data yet")]
+                extra = {"extra_info": gpud_detail.extra_info(first)} if first is not None else {}
+                grouped[component] = [gpud_detail.state(component, "Initializing", "no data yet") | extra]
         return [{"component": c, "states": s} for c, s in grouped.items()]
 
-    def _details(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
-        """The detail components' data, and those whose first reading is still pending."""
+    def _details(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any] | None]]:
+        """The detail components' data, and those whose first reading is still pending (gpud_detail.pending)."""
         with self.lock:
             batches, gpus = list(self.metrics.values()), bool(self.inventory and self.inventory.gpus)
         host = next((b for b in batches if b.component == OS_COMPONENT), None)
         total = self.host.get("memoryInfo", {}).get("totalBytes")
         data = {**gpud_detail.gpu_payloads(batches), **gpud_detail.host_payloads(host, total)}
-        return data, gpud_detail.pending(gpus and not any(b.gpu_uuid for b in batches), host, data)
+        if (os_data := gpud_detail.os_payload(host, self.host)) is not None:
+            data["os"] = os_data
+        return data, gpud_detail.pending(gpus and not any(b.gpu_uuid for b in batches), host)
 
     def events_json(self, start: int, end: int, components: set[str] | None) -> list[dict[str, Any]]:
         with self.lock:

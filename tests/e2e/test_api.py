@@ -53,9 +53,10 @@ def test_the_api_serves_the_nodes_states_events_and_metrics(up_stack: Up) -> Non
              == ("Unhealthy", ["REBOOT_SYSTEM"]), timeout=30)  # fmt: skip
     events = get(up_stack, "/v1/events?startTime=2000-01-01T00:00:00Z")
     xids = [e for c in events if c["component"] == "accelerator-nvidia-error-xid" for e in c["events"]]
-    assert [(e["name"], e["type"]) for e in xids] == [("xid", "Critical")]
+    assert [(e["name"], e["type"]) for e in xids] == [("error_xid", "Fatal")]  # GPUd's name, its Xid table's type
     assert "accelerator-nvidia-error-xid" in get(up_stack, "/v1/components")
-    assert any(c["component"] == "os" for c in get(up_stack, "/v1/metrics"))  # the host's metrics
+    metrics = {m["name"] for c in get(up_stack, "/v1/metrics") for m in c["metrics"]}  # the host's, GPUd's names
+    assert {"memory_used_bytes", "cpu_load_average"} <= metrics
     families = {f.name: f for f in text_string_to_metric_families(get(up_stack, "/metrics"))}
     states = {(s.labels["component"], s.labels["entity"]): s.value for s in families["gpuhealth_health"].samples}
     assert states[("accelerator-nvidia-error-xid", "0000:04:00.0")] == 2

@@ -111,7 +111,7 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     comp, *details = get(base, "/v1/states")  # the rule's state, and GPUd's details from the metric batch
     assert [(d["component"], d["states"][0]["health"]) for d in details] == [
         ("accelerator-nvidia-temperature", "Healthy"), ("accelerator-nvidia-processes", "Healthy"),
-        ("cpu", "Initializing"), ("memory", "Initializing"), ("disk", "Initializing")]  # no host reading yet  # fmt: skip
+        ("os", "Initializing")]  # no host reading yet  # fmt: skip
     [state] = comp["states"]
     assert comp["component"] == "accelerator-nvidia-error-xid"
     assert set(state) == {"time", "component", "name", "health", "reason", "suggested_actions"}
@@ -136,7 +136,7 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     [own] = get(base, "/gpuhealth/v1/metrics")  # gpuhealth's own names, the latest batch, beside GPUd's
     assert {x["name"] for x in own["metrics"]} == {"temperature_gpu_c", "power_w"}
     assert get(base, "/v1/components") == ["accelerator-nvidia-error-xid", "accelerator-nvidia-processes",
-                                           "accelerator-nvidia-temperature", "cpu", "disk", "memory"]  # fmt: skip
+                                           "accelerator-nvidia-temperature", "os"]  # fmt: skip
 
 
 def test_machine_info_in_gpuds_shape(server: tuple[str, Recorder]) -> None:
