@@ -185,7 +185,8 @@ async def run(args: argparse.Namespace) -> int:
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
     view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
-                        host=machine.host_facts(args.proc_root))  # fmt: skip
+                        host=machine.host_facts(args.proc_root),
+                        plugins=[s.gpud_spec() for s in specs])  # fmt: skip
     # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
     outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
                     on_sent=lambda items: note_published(view, items))  # fmt: skip

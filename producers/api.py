@@ -213,6 +213,10 @@ class View:
     def plugin_specs(self) -> list[dict[str, Any]]:
         return list(self.plugins)
 
+    def tagged(self, tag: str) -> list[str]:
+        """The components with a tag: the custom checks' (ours carry none of their own)."""
+        return sorted(str(p["plugin_name"]) for p in self.plugins if tag in p.get("tags", []))
+
     def machine_info(self) -> dict[str, Any]:
         """GPUd's /machine-info (machine.py)."""
         return machine.machine_info(self.identity, self.inventory, self.host)

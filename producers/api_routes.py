@@ -181,20 +181,27 @@ class Handler(GuardedHandler):
             raise ClientError(404, f"no such endpoint {path}")
 
     def _trigger_check(self, q: dict[str, list[str]]) -> None:
-        """GPUd runs the component's check now; ours are polled on their own intervals, so this answers the latest
-        states of the component (or of every component with the tag: ours carry none)."""
+        """GPUd runs the component's check now; ours run on their own intervals, so this answers the latest
+        states of the component, or of every component with the tag."""
         name, tag = (q.get("componentName") or [""])[0], (q.get("tagName") or [""])[0]
         if not name and not tag:
             raise ClientError(400, "component or tag name is required")
+        view = self.api.view
         if name:
-            self.answer(self.api.view.states_json(self._components(q, "componentName")))
+            self.answer(view.states_json(self._components(q, "componentName")))
         else:
-            self.answer([])
+            tagged = view.tagged(tag)
+            self.answer(view.states_json(set(tagged)) if tagged else [])
 
     def _trigger_tag(self, q: dict[str, list[str]]) -> None:
-        if not (q.get("tagName") or [""])[0]:
+        """GPUd's summary of the components with a tag: success while every state of theirs is Healthy."""
+        tag = (q.get("tagName") or [""])[0]
+        if not tag:
             raise ClientError(400, "tagName parameter is required")
-        self.answer({"components": [], "exit": 0, "success": True})  # no component of ours carries a tag
+        tagged = self.api.view.tagged(tag)
+        states = self.api.view.states_json(set(tagged)) if tagged else []
+        ok = all(s["health"] == "Healthy" for c in states for s in c["states"])
+        self.answer({"components": tagged, "exit": 0 if ok else 1, "success": ok})
 
     def _delete(self, path: str, q: dict[str, list[str]]) -> None:
         if path != "/v1/components":

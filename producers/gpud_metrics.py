@@ -143,6 +143,18 @@ def parse_duration(text: str) -> int:
     return -int(total) if text.startswith("-") else int(total)
 
 
+def format_duration(seconds: float) -> str:
+    """Go's Duration.String() of whole or fractional seconds: 0s, 1m30s, 1h0m0s, 1.5s."""
+    if seconds <= 0:
+        return "0s"
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    text = f"{s:.9f}".rstrip("0").rstrip(".") + "s"
+    if h:
+        return f"{int(h)}h{int(m)}m{text}"
+    return f"{int(m)}m{text}" if m else text
+
+
 @dataclass
 class History:
     """The samples of the last ``retain_ns``, one a series each ``every_ns`` at most (times are the batches')."""

@@ -19,8 +19,9 @@ import yaml
 from flow.integrations.health.gpud_v08 import build_gpu_metrics, build_system_metrics
 
 from gpuhealth.config import NodeIdentity
-from gpuhealth.events import GpuInfo, Inventory, KernelEvent, MetricBatch, NvmlEvent
+from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, NvmlEvent
 from producers.api import Actions, Api, View
+from producers.check_spec import load_specs
 from producers.gpud_events import FATAL_XIDS, INFO_XIDS
 from tests.unit.test_api import AUTH, TOKEN, Recorder, T, view
 
@@ -171,3 +172,33 @@ def test_initializing_until_the_first_readings() -> None:
 
 def health(v: View) -> dict[str, str]:
     return {c["component"]: c["states"][0]["health"] for c in v.states_json(None)}
+
+
+def test_plugins_and_tags_are_the_custom_checks() -> None:
+    """GPUd's /v1/plugins lists its custom plugins' specs; ours are the --checks specs, in GPUd's fields, less the
+    scripts (open reads must not hand a private check file's commands to every local user)."""
+    [spec] = load_specs([{"plugin_name": "nvidia-smi-ok", "tags": ["gpu", "smoke"], "timeout": "1m", "interval": "90s",
+                          "health_state_plugin": {"steps": [{"run_bash_script": {"script": "echo secret"}}]}}], "t")  # fmt: skip
+    v = view()
+    v.plugins = [spec.gpud_spec()]
+    v.health_changed(HealthState(id="h2", time=T, cluster="c", node="gpu-07", source="rules",
+                                 component="nvidia-smi-ok", entity="nvidia-smi-ok", health="Unhealthy", reason="rc 1",
+                                 since=T))  # fmt: skip
+    rec = Recorder()
+    api = Api(v, Actions(allow_inject=False, inject=rec.inject, set_healthy=rec.set_healthy), "127.0.0.1:0",
+              token=TOKEN)  # fmt: skip
+    api.start()
+    try:
+        base = f"http://{api.address}"
+        status, _, body = call(base, "/v1/plugins")
+        assert (status, json.loads(body)) == (200, [{"plugin_name": "nvidia-smi-ok", "plugin_type": "component",
+                                                     "run_mode": "auto", "tags": ["gpu", "smoke"], "timeout": "1m0s",
+                                                     "interval": "1m30s"}])  # fmt: skip
+        assert b"secret" not in body
+        status, _, body = call(base, "/v1/components/trigger-tag?tagName=smoke", **AUTH)
+        assert json.loads(body) == {"components": ["nvidia-smi-ok"], "exit": 1, "success": False}  # it is Unhealthy
+        [states] = json.loads(call(base, "/v1/components/trigger-check?tagName=gpu", **AUTH)[2])
+        assert states["component"] == "nvidia-smi-ok" and states["states"][0]["reason"] == "rc 1"
+        assert json.loads(call(base, "/v1/components/trigger-tag?tagName=none", **AUTH)[2])["success"] is True
+    finally:
+        api.close()

@@ -9,7 +9,7 @@ import pytest
 from flow.integrations.health.ssh_diagnosis import _extract_system_metrics_from_v051, _parse_metrics_response
 
 from gpuhealth.events import GpuProcess, MetricBatch
-from producers.gpud_metrics import DURATION_PATTERN, History, parse_duration, samples
+from producers.gpud_metrics import DURATION_PATTERN, History, format_duration, parse_duration, samples
 
 T = 1_795_000_000 * 10**9
 GPU = {"temperature_gpu_c": 61.0, "temperature_slowdown_c": 87.0, "power_w": 612.5, "power_limit_w": 700.0,
@@ -105,3 +105,9 @@ def test_not_go_durations(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
     assert not re.fullmatch(DURATION_PATTERN, text)  # the API's document says the same
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (1.5, "1.5s"), (60, "1m0s"), (90, "1m30s"),
+                                               (3600, "1h0m0s"), (3725.25, "1h2m5.25s")])  # fmt: skip
+def test_go_duration_strings(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text and parse_duration(text) == seconds * 10**9
