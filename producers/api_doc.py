@@ -12,6 +12,10 @@ from typing import Any
 from gpuhealth.events import KERNEL_PRIORITIES
 from producers.gpud_metrics import DURATION_PATTERN
 
+# GPUd's kernel message priorities (pkg/kmsg/writer): KERN_ERR or kern.err; KERN_DEFAULT is the kernel's
+# default message level, warning.
+INJECT_PRIORITIES = {**KERNEL_PRIORITIES, **{n.lower().replace("_", "."): p for n, p in KERNEL_PRIORITIES.items()},
+                     "kern.warn": 4, "KERN_DEFAULT": 4, "kern.default": 4}  # fmt: skip
 COMPONENT_LIST = re.compile(r"^[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*$")
 
 
@@ -30,7 +34,7 @@ _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason
 _EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [
     _schema({"kernel_message": _schema({
-        "priority": {"anyOf": [{"enum": list(KERNEL_PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
+        "priority": {"anyOf": [{"enum": list(INJECT_PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},
         "message": {"type": "string", "minLength": 1, "maxLength": 4096}}, ["message"])}),
     _schema({"xid": _schema({"id": {"type": "integer", "minimum": 1, "maximum": 65535}})}),
 ]}  # fmt: skip

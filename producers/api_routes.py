@@ -15,10 +15,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import generate_latest
 
-from gpuhealth.events import KERNEL_PRIORITIES
 from producers import gpud_metrics, gpud_wire
 from producers.api_auth import check_bearer
-from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO, OWN_METRICS
+from producers.api_doc import COMPONENT_LIST, INJECT_PRIORITIES, OPENAPI, OWN_MACHINE_INFO, OWN_METRICS
 from producers.api_http import ClientError, GuardedHandler
 from producers.kernel import xid_line
 
@@ -67,8 +66,8 @@ def injection(body: dict[str, Any], default_pci: str) -> tuple[str, int]:
         priority = km.get("priority", "KERN_ERR")
         if isinstance(priority, int) and not isinstance(priority, bool) and 0 <= priority <= 7:
             return km["message"], priority
-        if isinstance(priority, str) and priority in KERNEL_PRIORITIES:
-            return km["message"], KERNEL_PRIORITIES[priority]
+        if isinstance(priority, str) and priority in INJECT_PRIORITIES:
+            return km["message"], INJECT_PRIORITIES[priority]
     x = body.get("xid")
     if isinstance(x, dict) and isinstance(x.get("id"), int) and not isinstance(x["id"], bool) and 0 < x["id"] < 1 << 16:
         return xid_line(default_pci[:-2], x["id"], "injected through the API"), 3
