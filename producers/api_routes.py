@@ -149,7 +149,8 @@ class Handler(GuardedHandler):
         view = self.api.view
         now = int(dt.datetime.now(dt.UTC).timestamp() * 1e9)
         if path == "/healthz":
-            self.respond(200, {"status": "ok", "version": "v1"})  # GPUd's client compares these bytes
+            # GPUd's client compares these bytes
+            self.respond(200, {"status": "ok", "version": "v1"}, gpud_wire.JSON_TYPE)
         elif path == "/metrics":
             self.respond(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
         elif path in ("/machine-info", OWN_MACHINE_INFO, OWN_METRICS, "/openapi.json", "/v1/plugins"):
