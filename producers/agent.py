@@ -35,6 +35,7 @@ from gpuhealth.events import (
     HEALTH_DECODER,
     INVENTORY_DECODER,
     METRIC_DECODER,
+    CheckResult,
     GpuInfo,
     Inventory,
     SetHealthy,
@@ -252,7 +253,7 @@ async def run(args: argparse.Namespace) -> int:
     init_failed = [r.component for r in await runner.run_init() if r.verdict()[0] != "Healthy"]
     if init_failed:
         log.error("init checks failed: %s (see their health states)", ", ".join(init_failed))
-    api = start_api(args, identity, view, publish, state_dir)
+    api = start_api(args, identity, view, publish, state_dir, runner)
     for state in (sysfs_state, host_state):
         if spooled:
             state.saved.unacked.clear()
@@ -410,7 +411,7 @@ async def follow_health(nc: NATS, identity: NodeIdentity, view: api_mod.View) ->
 
 
 def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.View, publish: Publisher,
-              state_dir: Path) -> api_mod.Api | None:  # fmt: skip
+              state_dir: Path, runner: checks.CheckRunner) -> api_mod.Api | None:  # fmt: skip
     """The local API; its writes need the token in ``state_dir``/api-token. It needs no bus."""
     if args.api_listen in ("", "off"):
         return None
@@ -433,9 +434,15 @@ def start_api(args: argparse.Namespace, identity: NodeIdentity, view: api_mod.Vi
             raise ClientError(503, f"not taken: {e}; try again once the bus is back") from None
         return len(items)
 
+    def run_checks(names: list[str], tag: str | None) -> list[CheckResult]:  # GPUd's trigger-check: run them now
+        chosen = runner.select(names, tag)
+        longest = max((c.timeout_s for c in chosen), default=0.0)
+        return list(api_mod.run_coroutine(loop, runner.run_many(chosen, "tag" if tag else "manual"), longest + 10))
+
     gpus = view.inventory.gpus if view.inventory else []
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
-                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
+                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0",
+                              run_checks=run_checks)  # fmt: skip
     try:
         token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
     except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused

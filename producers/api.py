@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
-from gpuhealth.events import HEALTH_ORDER, Event, HealthState, Inventory, MetricBatch
+from gpuhealth.events import HEALTH_ORDER, CheckResult, Event, HealthState, Inventory, MetricBatch
 from producers import gpud_detail, gpud_events, gpud_metrics, machine
 from producers.api_http import Limits
 from producers.api_routes import Handler
@@ -203,7 +203,7 @@ class View:
         """Every component name this agent may report: a name outside it is GPUd's 404."""
         with self.lock:
             seen = {c for c, _ in self.states} | {e.component for e in self.events}
-        return seen | KNOWN_COMPONENTS | {str(p.get("name", "")) for p in self.plugins}
+        return seen | KNOWN_COMPONENTS | self.check_names()
 
     def held_components(self) -> list[str]:
         """The components the rules hold a state for: what set-healthy with none named clears."""
@@ -212,6 +212,9 @@ class View:
 
     def plugin_specs(self) -> list[dict[str, Any]]:
         return list(self.plugins)
+
+    def check_names(self) -> set[str]:
+        return {str(p["plugin_name"]) for p in self.plugins}
 
     def tagged(self, tag: str) -> list[str]:
         """The components with a tag: the custom checks' (ours carry none of their own)."""
@@ -236,12 +239,15 @@ class View:
 
 @dataclass
 class Actions:
-    """What POSTs do, given by the agent (they need its kernel log source and its event loop)."""
+    """What writes and triggers do, given by the agent (they need its kernel log source, its checks and its event
+    loop)."""
 
     allow_inject: bool
     inject: Callable[[str, int], int]  # (message, priority) -> sequence number
     set_healthy: Callable[[list[str], str], int]  # (components, reason) -> events published
     default_pci: str = "0000:00:00.0"
+    # (check names, tag) -> the results of running them now; KeyError for a name the agent has no check of
+    run_checks: Callable[[list[str], str | None], list[CheckResult]] | None = None
 
 
 class Api:

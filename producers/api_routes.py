@@ -15,7 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import generate_latest
 
-from producers import gpud_metrics, gpud_wire
+from gpuhealth.events import CheckResult
+from producers import gpud_detail, gpud_metrics, gpud_wire
 from producers.api_auth import check_bearer
 from producers.api_doc import COMPONENT_LIST, INJECT_PRIORITIES, OPENAPI, OWN_MACHINE_INFO, OWN_METRICS
 from producers.api_http import ClientError, GuardedHandler
@@ -181,27 +182,46 @@ class Handler(GuardedHandler):
             raise ClientError(404, f"no such endpoint {path}")
 
     def _trigger_check(self, q: dict[str, list[str]]) -> None:
-        """GPUd runs the component's check now; ours run on their own intervals, so this answers the latest
-        states of the component, or of every component with the tag."""
+        """As GPUd: run the component's check now, or those of every component with the tag, and answer their
+        states. What runs on demand are the custom checks; the agent's own readings run on their intervals, so a
+        component of theirs answers its latest states."""
         name, tag = (q.get("componentName") or [""])[0], (q.get("tagName") or [""])[0]
         if not name and not tag:
             raise ClientError(400, "component or tag name is required")
         view = self.api.view
+        names = [name] if name else view.tagged(tag)
         if name:
-            self.answer(view.states_json(self._components(q, "componentName")))
+            self._components(q, "componentName")
+        ran = self._run(names) if set(names) <= view.check_names() else None
+        if ran is not None:
+            self.answer([{"component": r.component, "states": [gpud_detail.state(r.component, *r.verdict())]}
+                         for r in ran])  # fmt: skip
         else:
-            tagged = view.tagged(tag)
-            self.answer(view.states_json(set(tagged)) if tagged else [])
+            self.answer(view.states_json(set(names)) if names else [])
 
     def _trigger_tag(self, q: dict[str, list[str]]) -> None:
-        """GPUd's summary of the components with a tag: success while every state of theirs is Healthy."""
+        """GPUd's summary of the components with a tag, their checks run now: success if every one is Healthy."""
         tag = (q.get("tagName") or [""])[0]
         if not tag:
             raise ClientError(400, "tagName parameter is required")
         tagged = self.api.view.tagged(tag)
-        states = self.api.view.states_json(set(tagged)) if tagged else []
-        ok = all(s["health"] == "Healthy" for c in states for s in c["states"])
+        ran = self._run(tagged)
+        if ran is not None:
+            ok = all(r.verdict()[0] == "Healthy" for r in ran)
+        else:
+            states = self.api.view.states_json(set(tagged)) if tagged else []
+            ok = all(s["health"] == "Healthy" for c in states for s in c["states"])
         self.answer({"components": tagged, "exit": 0 if ok else 1, "success": ok})
+
+    def _run(self, checks: list[str]) -> list[CheckResult] | None:
+        """The custom checks named, run now; None where the agent runs none on demand (or none is named)."""
+        run = self.api.actions.run_checks
+        if run is None or not checks:
+            return None
+        try:
+            return run(checks, None)
+        except KeyError as e:
+            raise ClientError(404, f"component not found: {e.args[0]}") from None
 
     def _delete(self, path: str, q: dict[str, list[str]]) -> None:
         if path != "/v1/components":

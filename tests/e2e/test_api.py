@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,33 @@ def test_api_tls_off_serves_plain_http(tmp_path: Path) -> None:
         with urllib.request.urlopen(api(up) + "/healthz", timeout=10) as r:
             assert json.loads(r.read()) == {"status": "ok", "version": "v1"}
         assert not (up.data_dir / "agent" / "api-cert.pem").exists()  # no certificate made that nothing uses
+
+
+def test_gpuds_trigger_endpoints_run_its_example_plugins(tmp_path: Path) -> None:
+    """GPUd's own example plugin file: /v1/plugins lists it, trigger-check runs a check now and answers its state,
+    trigger-tag runs the tagged ones and sums them up, as GPUd's handlers do; both need the token."""
+    example = Path(__file__).parents[1] / "data" / "checks" / "gpud-example.yaml"
+    with running(tmp_path, "--checks", str(example)) as up:
+        plugins = get(up, "/v1/plugins")
+        assert [p["plugin_name"] for p in plugins] == ["install-python", "manual-exit-1", "echo-1", "echo-2", "echo-3"]
+        assert plugins[2]["tags"] == ["echo"] and plugins[2]["timeout"] == "1m0s"
+        [state] = call(up, "/v1/components/trigger-check?componentName=manual-exit-1")
+        assert state["component"] == "manual-exit-1" and state["states"][0]["health"] == "Unhealthy"
+        assert call(up, "/v1/components/trigger-tag?tagName=echo") == {
+            "components": ["echo-1", "echo-2", "echo-3"], "exit": 0, "success": True}  # fmt: skip
+        ran = call(up, "/v1/components/trigger-check?tagName=echo")
+        assert [(c["component"], c["states"][0]["health"]) for c in ran] == [
+            ("echo-1", "Healthy"), ("echo-2", "Healthy"), ("echo-3", "Healthy")]  # fmt: skip
+        try:
+            urllib.request.urlopen(api(up) + "/v1/components/trigger-tag?tagName=echo", timeout=10, context=tls(up))
+        except urllib.error.HTTPError as e:
+            assert e.code == 401
+        else:
+            raise AssertionError("a trigger ran without the token")
+
+
+def call(up: Up, path: str) -> Any:
+    token = (up.data_dir / "agent" / "api-token").read_text().strip()
+    req = urllib.request.Request(api(up) + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=90, context=tls(up)) as r:
+        return json.loads(r.read())

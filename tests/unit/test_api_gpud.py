@@ -19,7 +19,7 @@ import yaml
 from flow.integrations.health.gpud_v08 import build_gpu_metrics, build_system_metrics
 
 from gpuhealth.config import NodeIdentity
-from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, NvmlEvent
+from gpuhealth.events import CheckResult, GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, NvmlEvent
 from producers.api import Actions, Api, View
 from producers.check_spec import load_specs
 from producers.gpud_events import FATAL_XIDS, INFO_XIDS
@@ -200,5 +200,36 @@ def test_plugins_and_tags_are_the_custom_checks() -> None:
         [states] = json.loads(call(base, "/v1/components/trigger-check?tagName=gpu", **AUTH)[2])
         assert states["component"] == "nvidia-smi-ok" and states["states"][0]["reason"] == "rc 1"
         assert json.loads(call(base, "/v1/components/trigger-tag?tagName=none", **AUTH)[2])["success"] is True
+    finally:
+        api.close()
+
+
+def test_trigger_runs_the_custom_checks_now() -> None:
+    """With the agent's check runner given, trigger-check and trigger-tag run the checks, as GPUd runs Check()."""
+    ran: list[tuple[list[str], str | None]] = []
+
+    def run_checks(names: list[str], tag: str | None) -> list[CheckResult]:
+        ran.append((names, tag))
+        if "gone" in names:
+            raise KeyError("no check named gone")
+        return [CheckResult(id=n, time=T, cluster="c", node="gpu-07", source="checks", component=n,
+                            plugin_type="component", trigger="manual", exit_code=0 if n == "a" else 1,
+                            error="" if n == "a" else "exited 1") for n in names]  # fmt: skip
+
+    v = view()
+    v.plugins = [{"plugin_name": "a", "tags": ["t"]}, {"plugin_name": "b", "tags": ["t"]}]
+    rec = Recorder()
+    api = Api(v, Actions(allow_inject=False, inject=rec.inject, set_healthy=rec.set_healthy, run_checks=run_checks),
+              "127.0.0.1:0", token=TOKEN)  # fmt: skip
+    api.start()
+    try:
+        base = f"http://{api.address}"
+        [a] = json.loads(call(base, "/v1/components/trigger-check?componentName=a", **AUTH)[2])
+        assert (a["component"], a["states"][0]["health"], a["states"][0]["reason"]) == ("a", "Healthy", "ok")
+        body = json.loads(call(base, "/v1/components/trigger-tag?tagName=t", **AUTH)[2])
+        assert body == {"components": ["a", "b"], "exit": 1, "success": False}  # b exits 1
+        [xid] = json.loads(call(base, f"/v1/components/trigger-check?componentName={XID}", **AUTH)[2])
+        assert xid["states"][0]["health"] == "Unhealthy"  # not a check: its latest state, nothing run
+        assert ran == [(["a"], None), (["a", "b"], None)]
     finally:
         api.close()
