@@ -150,8 +150,8 @@ OPENAPI: dict[str, Any] = {
         "/v1/info": _read(_INFO, [*_COMPONENTS, *_WINDOW, *_SINCE], responses=_BAD | _NOT_FOUND),
         "/v1/plugins": _read({"type": "array", "items": {"type": "object"}}),
         "/v1/components/trigger-check": _guarded("get", _STATES, [_NAME, _query("tagName", _NAMED)],
-                                                 description="the latest states (checks run on their own "
-                                                 "intervals); componentName or tagName is required"),
+                                                 description="runs the custom checks named or tagged now (other "
+                                                 "components: their latest states); componentName or tagName"),
         "/v1/components/trigger-tag": _guarded("get", _schema({"components": _ARR, "exit": {"type": "integer"},
                                                                "success": {"type": "boolean"}}),
                                                [_query("tagName", _NAMED, required=True)]),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 MAX_NS = 253_402_300_799 * 10**9  # 9999-12-31T23:59:59Z
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+CHECK_GRACE_S = 15.0  # beyond a check's own timeout: the agent's loop, the publish of its result
 _TOKEN_NEEDED = frozenset({"/v1/components/trigger-check", "/v1/components/trigger-tag"})  # GETs that run work
 
 
@@ -218,6 +220,10 @@ class Handler(GuardedHandler):
         run = self.api.actions.run_checks
         if run is None or not checks:
             return None
+        # The connection's deadline is the request's read time: a check may run for its whole timeout.
+        timeouts = [gpud_metrics.parse_duration(str(p.get("timeout") or "0")) for p in self.api.view.plugins
+                    if p["plugin_name"] in checks]  # fmt: skip
+        self.conn.deadline = time.monotonic() + max(timeouts, default=0) / 1e9 + CHECK_GRACE_S
         try:
             return run(checks, None)
         except KeyError as e:

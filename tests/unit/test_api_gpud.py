@@ -8,6 +8,7 @@ import csv
 import gzip
 import io
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from flow.integrations.health.gpud_v08 import build_gpu_metrics, build_system_me
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import CheckResult, GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, NvmlEvent
 from producers.api import Actions, Api, View
+from producers.api_http import Limits
 from producers.check_spec import load_specs
 from producers.gpud_events import FATAL_XIDS, INFO_XIDS
 from tests.unit.test_api import AUTH, TOKEN, Recorder, T, view
@@ -231,5 +233,26 @@ def test_trigger_runs_the_custom_checks_now() -> None:
         [xid] = json.loads(call(base, f"/v1/components/trigger-check?componentName={XID}", **AUTH)[2])
         assert xid["states"][0]["health"] == "Unhealthy"  # not a check: its latest state, nothing run
         assert ran == [(["a"], None), (["a", "b"], None)]
+    finally:
+        api.close()
+
+
+def test_a_check_may_run_longer_than_a_request_may_take_to_arrive() -> None:
+    """The connection's deadline covers the check's own timeout, not only the request's read time."""
+
+    def slow(names: list[str], tag: str | None) -> list[CheckResult]:
+        time.sleep(1.5)  # three read timeouts
+        return [CheckResult(id="s", time=T, cluster="c", node="gpu-07", source="checks", component="slow",
+                            plugin_type="component", trigger="manual", exit_code=0)]  # fmt: skip
+
+    v = view()
+    v.plugins = [{"plugin_name": "slow", "timeout": "5s"}]
+    rec = Recorder()
+    api = Api(v, Actions(allow_inject=False, inject=rec.inject, set_healthy=rec.set_healthy, run_checks=slow),
+              "127.0.0.1:0", token=TOKEN, limits=Limits(read_timeout=0.5))  # fmt: skip
+    api.start()
+    try:
+        status, _, body = call(f"http://{api.address}", "/v1/components/trigger-check?componentName=slow", **AUTH)
+        assert status == 200 and json.loads(body)[0]["states"][0]["health"] == "Healthy"
     finally:
         api.close()
