@@ -108,7 +108,7 @@ class Handler(GuardedHandler):
                 self._authorize()
             if url.path in OPENAPI["paths"] and method not in OPENAPI["paths"][url.path]:
                 self._not_allowed()
-            self.fmt = gpud_wire.wants(self.headers)
+            self.fmt = gpud_wire.wants(self.headers) if method == "get" else "json"  # GPUd's writes: JSON
             getattr(self, f"_{method}")(url.path, parse_qs(url.query, keep_blank_values=True))
         except gpud_wire.BadContentType:
             self.refuse(ClientError(400, "invalid content type"))

@@ -1,8 +1,9 @@
 """How GPUd's server writes an answer (pkg/server, gin), so its clients' readers (client/v1 Read*) take ours.
 
-- The format follows the request's ``Content-Type`` header (GPUd reads that, not ``Accept``): none or
+- A read's format follows the request's ``Content-Type`` header (GPUd reads that, not ``Accept``): none or
   ``application/json`` is compact JSON, or indented with the header ``json-indent: true``; ``application/yaml`` is
-  YAML (Go's sigs.k8s.io/yaml: keys sorted, sent as ``text/plain; charset=utf-8``); anything else is 400.
+  YAML (Go's sigs.k8s.io/yaml: keys sorted, sent as ``text/plain; charset=utf-8``); anything else is 400. Writes
+  answer JSON.
 - ``Accept-Encoding: gzip`` compresses answers under ``/v1/`` (gin's gzip middleware sits on that group only).
 - Errors are ``{"code", "message"}``.
 
@@ -26,13 +27,14 @@ class BadContentType(ValueError):
 
 
 def wants(headers: Message) -> str:
-    """The answer's format for a request: "json", "indent" or "yaml"; BadContentType otherwise."""
-    content_type = (headers.get("Content-Type") or "").strip()
-    if content_type == YAML:
+    """The answer's format for a read: "json", "indent" or "yaml"; BadContentType for another media type (its
+    parameters, such as ``charset``, are ignored). GPUd's writes answer JSON whatever the request says."""
+    media = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if media == YAML:
         return "yaml"
-    if content_type in ("", JSON):
+    if media in ("", JSON):
         return "indent" if headers.get("json-indent") == "true" else "json"
-    raise BadContentType(content_type)
+    raise BadContentType(media)
 
 
 def render(body: Any, fmt: str) -> tuple[bytes, str]:

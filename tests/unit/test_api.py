@@ -169,6 +169,15 @@ def test_inject_and_set_healthy(server: tuple[str, Recorder]) -> None:
     code, body = post(base, "/inject-fault", {"xid": {"id": 48}})
     assert code == 200 and "NVRM: Xid (PCI:0000:18:00): 48" in body["message"]
     assert rec.injected == [("hello", 4), (body["message"], 3)]
+    req = urllib.request.Request(
+        base + "/inject-fault",
+        method="POST",
+        data=b'{"xid": {"id": 13}}',
+        headers={"Content-Type": "text/plain", **AUTH},
+    )  # a write binds JSON regardless
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.status == 200 and len(rec.injected) == 3
+    rec.injected.pop()
     for priority, level in (("kern.err", 3), ("kern.warn", 4), ("KERN_DEFAULT", 4), ("kern.debug", 7)):  # GPUd's names
         assert post(base, "/inject-fault", {"kernel_message": {"priority": priority, "message": "m"}})[0] == 200
         assert rec.injected[-1] == ("m", level)

@@ -112,6 +112,7 @@ def test_yaml_indent_and_gzip_as_gpud_negotiates_them(base: str) -> None:
     assert untimed(yaml.safe_load(gzip.decompress(body))) == plain
     _, headers, _ = call(base, "/healthz", Accept_Encoding="gzip")
     assert "Content-Encoding" not in headers  # only /v1/ is behind GPUd's gzip middleware
+    assert call(base, "/v1/states", Content_Type="application/json; charset=utf-8")[0] == 200
     assert call(base, "/v1/states", Content_Type="text/csv")[:3:2] == (
         400, b'{"code":400,"message":"invalid content type"}')  # fmt: skip
 
