@@ -31,7 +31,7 @@ _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason
                   "suggested_actions": _schema({"description": _S, "repair_actions": _ARR}),
                   "extra_info": _schema({"data": _S, "encoding": _S})},  # GPUd's detail components: JSON in data
                  ["time", "component", "name", "health", "reason", "suggested_actions"])  # fmt: skip
-_EVENT = _schema({"time": _S, "name": _S, "type": _S, "message": _S})
+_EVENT = _schema({"component": _S, "time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [
     _schema({"kernel_message": _schema({
         "priority": {"anyOf": [{"enum": list(INJECT_PRIORITIES)}, {"type": "integer", "minimum": 0, "maximum": 7}]},

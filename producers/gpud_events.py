@@ -79,6 +79,6 @@ def events_json(events: list[Event], start: int, end: int, components: set[str] 
         component, name, kind, message = describe(e)
         if components and component not in components:
             continue
-        grouped.setdefault(component, []).append({"time": iso(e.time), "name": name, "type": kind,
-                                                  "message": message})  # fmt: skip
+        grouped.setdefault(component, []).append({"component": component, "time": iso(e.time), "name": name,
+                                                  "type": kind, "message": message})  # fmt: skip
     return [{"component": c, "startTime": iso(start), "endTime": iso(end), "events": ev} for c, ev in grouped.items()]

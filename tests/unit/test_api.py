@@ -121,7 +121,8 @@ def test_gpud_shapes(server: tuple[str, Recorder]) -> None:
     assert get(base, "/v1/states?components=kernel") == []  # one it knows, with nothing to say
     [evs] = get(base, "/v1/events?startTime=2026-11-18T00:00:00Z&endTime=2026-11-20T00:00:00Z")
     assert set(evs) == {"component", "startTime", "endTime", "events"}
-    assert evs["events"] == [{"time": evs["events"][0]["time"], "name": "error_xid", "type": "Fatal",
+    assert evs["events"] == [{"component": "accelerator-nvidia-error-xid", "time": evs["events"][0]["time"],
+                              "name": "error_xid", "type": "Fatal",
                               "message": "NVRM: Xid (PCI:0000:18:00): 79, GPU has fallen off the bus"}]  # fmt: skip
     assert get(base, "/v1/events?startTime=1&endTime=2") == []
     assert get(base, "/v1/metrics") == []  # GPUd's default since is 30m: the batch is days old
