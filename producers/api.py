@@ -146,6 +146,9 @@ class View:
             if (not components or component in components) and component not in grouped:
                 extra = {"extra_info": gpud_detail.extra_info(first)} if first is not None else {}
                 grouped[component] = [gpud_detail.state(component, "Initializing", "no data yet") | extra]
+        for p in self.plugins:  # GPUd marks a custom plugin's states as such
+            for row in grouped.get(str(p["plugin_name"]), []):
+                row |= {"component_type": "custom-plugin", "run_mode": p.get("run_mode", "auto")}
         return [{"component": c, "states": s} for c, s in grouped.items()]
 
     def _details(self) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any] | None]]:

@@ -29,7 +29,8 @@ _TIME = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string",
                    {"type": "string", "maxLength": 0}]}  # fmt: skip
 _STATE = _schema({"time": _S, "component": _S, "name": _S, "health": _S, "reason": _S,
                   "suggested_actions": _schema({"description": _S, "repair_actions": _ARR}),
-                  "extra_info": _schema({"data": _S, "encoding": _S})},  # GPUd's detail components: JSON in data
+                  "extra_info": _schema({"data": _S, "encoding": _S}),  # GPUd's detail components: JSON in data
+                  "component_type": _S, "run_mode": _S},  # a custom check's: custom-plugin, auto|manual
                  ["time", "component", "name", "health", "reason", "suggested_actions"])  # fmt: skip
 _EVENT = _schema({"component": _S, "time": _S, "name": _S, "type": _S, "message": _S})
 _INJECTION = {"anyOf": [

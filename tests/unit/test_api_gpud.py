@@ -202,6 +202,7 @@ def test_plugins_and_tags_are_the_custom_checks() -> None:
         assert json.loads(body) == {"components": ["nvidia-smi-ok"], "exit": 1, "success": False}  # it is Unhealthy
         [states] = json.loads(call(base, "/v1/components/trigger-check?tagName=gpu", **AUTH)[2])
         assert states["component"] == "nvidia-smi-ok" and states["states"][0]["reason"] == "rc 1"
+        assert (states["states"][0]["component_type"], states["states"][0]["run_mode"]) == ("custom-plugin", "auto")
         assert json.loads(call(base, "/v1/components/trigger-tag?tagName=none", **AUTH)[2])["success"] is True
     finally:
         api.close()
