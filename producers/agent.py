@@ -87,13 +87,12 @@ class Agent:
         self.state_dir = (args.data_dir or default_data_dir()) / "agent"
         try:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-        except (
-            OSError
-        ) as e:  # read-only, full: the agent runs and publishes, and its own states say what it cannot keep
+        except OSError as e:  # read-only, full: the agent runs and publishes; its own states say what it cannot keep
             log.error("cannot create %s: %s", self.state_dir, e)
         self.specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
         self.view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
-                                 host=machine.host_facts(args.proc_root))  # fmt: skip
+                                 host=machine.host_facts(args.proc_root),
+                                 plugins=[s.gpud_spec() for s in self.specs])  # fmt: skip
         # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
         self.outbox = Outbox(spool_mod.Spool(self.state_dir / "spool", max_bytes=args.spool_max_bytes),
                              on_sent=lambda items: note_published(self.view, items))  # fmt: skip
@@ -148,7 +147,7 @@ class Agent:
             taken = False
         for p in self.producers:
             await p.after_first(taken)
-        api = start_api(self.args, self.identity, self.view, self.publish, self.state_dir)
+        api = start_api(self.args, self.identity, self.view, self.publish, self.state_dir, self.runner)
         bus_task = asyncio.create_task(supervise("bus", functools.partial(self.bus_side, api), self.sent_all))
         with contextlib.suppress(TimeoutError):  # a moment for the usual case; never a wait on the bus
             await asyncio.wait_for(self.connected.wait(), 2.0)

@@ -192,7 +192,11 @@ class GuardedHandler(BaseHTTPRequestHandler):
         super().send_response(code, message)
 
     def respond(
-        self, code: int, body: Any, content_type: str = "application/json", headers: dict[str, str] | None = None
+        self,
+        code: int,
+        body: Any,
+        content_type: str = "application/json; charset=utf-8",  # as gin writes it
+        headers: dict[str, str] | None = None,
     ) -> None:
         data = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()  # as Go writes it
         self.send_response(code)
@@ -218,7 +222,7 @@ class GuardedHandler(BaseHTTPRequestHandler):
             e.status,
             e.message,
         )
-        self.respond(e.status, {"error": e.message}, headers=e.headers)
+        self.respond(e.status, {"code": e.status, "message": e.message}, headers=e.headers)  # GPUd's error body
 
     def read_body(self) -> bytes:
         """The request's body, by Content-Length or chunked, refused past ``max_body`` before it is read."""

@@ -44,6 +44,7 @@ from typing import Any
 
 from gpuhealth.config import parse_duration
 from gpuhealth.errors import GpuhealthError
+from producers.gpud_metrics import format_duration
 
 MAX_NAME = 128
 DEFAULT_TIMEOUT_S = 60.0
@@ -76,6 +77,14 @@ class CheckSpec:
     steps: tuple[tuple[str, str], ...]  # (step name, bash script)
     json_paths: tuple[JsonPath, ...]
     source: str = ""  # the file it came from
+
+    def gpud_spec(self) -> dict[str, Any]:
+        """GPUd's custom plugin Spec as /v1/plugins serves it, less the steps' scripts: the API's reads are open
+        to every local user, and a check file may be readable by root alone."""
+        spec: dict[str, Any] = {"plugin_name": self.name, "plugin_type": self.plugin_type, "run_mode": self.run_mode}
+        if self.tags:
+            spec["tags"] = list(self.tags)
+        return spec | {"timeout": format_duration(self.timeout_s), "interval": format_duration(self.interval_s)}
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.plugin_type, "run_mode": self.run_mode, "timeout_s": self.timeout_s,

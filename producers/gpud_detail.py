@@ -10,10 +10,12 @@ component packages. A field NVML did not give is left out, as GPUd's ``supported
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
 from gpuhealth.events import MetricBatch
+from producers.gpud_events import iso
 
 Row = dict[str, Any]
 Values = dict[str, float]
@@ -91,6 +93,15 @@ def _nvlink(v: Values) -> Row | None:
     return {"supported": True, "states": states}
 
 
+def _remapped_rows(v: Values) -> Row | None:
+    if "remapped_rows_uncorrectable" not in v:
+        return None
+    return {"remapped_due_to_correctable_errors": int(v.get("remapped_rows_correctable", 0)),
+            "remapped_due_to_uncorrectable_errors": int(v["remapped_rows_uncorrectable"]),
+            "remapping_pending": bool(v.get("remapped_rows_pending")),
+            "remapping_failed": bool(v.get("remapped_rows_failure")), "supported": True}  # fmt: skip
+
+
 # component → (the list's key in its data, one GPU's row)
 GPU_DETAIL: dict[str, tuple[str, Callable[[Values], Row | None]]] = {
     "accelerator-nvidia-temperature": ("temperatures", _temperature),
@@ -101,6 +112,7 @@ GPU_DETAIL: dict[str, tuple[str, Callable[[Values], Row | None]]] = {
     "accelerator-nvidia-hw-slowdown": ("clock_events", _hw_slowdown),
     "accelerator-nvidia-ecc": ("ecc_errors", _ecc),
     "accelerator-nvidia-nvlink": ("nvlinks", _nvlink),
+    "accelerator-nvidia-remapped-rows": ("remapped_rows", _remapped_rows),
 }
 
 
@@ -148,3 +160,49 @@ def host_payloads(host: MetricBatch | None, memory_total: int | None) -> dict[st
 def extra_info(data: Row) -> dict[str, str]:
     """As GPUd's Go sets it: the data as compact JSON, a string in a string map."""
     return {"data": json.dumps(data, separators=(",", ":")), "encoding": "json"}
+
+
+def os_payload(host: MetricBatch | None, facts: dict[str, Any]) -> Row | None:
+    """GPUd's os component data, from the host's latest batch and the facts read at the start."""
+    if host is None:
+        return None
+    v = host.values
+    row: Row = {"kernel": {"arch": facts.get("cpuInfo", {}).get("architecture", ""),
+                           "version": facts.get("kernelVersion", "")}}  # fmt: skip
+    if "uptime_s" in v:
+        row["uptimes"] = {
+            "seconds": int(v["uptime_s"]),
+            "boot_time_unix_seconds": host.time // 10**9 - int(v["uptime_s"]),
+        }
+    if "procs_zombie" in v:
+        row["zombie_processes"] = int(v["procs_zombie"])
+    if "fd_used" in v and "fd_max" in v:
+        row["file_descriptors"] = {"allocated_file_handles": int(v["fd_used"]), "limit": int(v["fd_max"]),
+                                   "allocated_file_handles_percent": _pct(v["fd_used"], v["fd_max"]),
+                                   "file_handles_supported": True, "fd_limit_supported": True}  # fmt: skip
+    return row
+
+
+HOST_DETAIL = ("cpu", "memory", "disk", "os")
+DETAIL_COMPONENTS = frozenset({*GPU_DETAIL, "accelerator-nvidia-processes", *HOST_DETAIL})
+
+
+def pending(gpus_unread: bool, host: MetricBatch | None) -> dict[str, Row | None]:
+    """The detail components whose first reading is yet to come (GPUd's ``Initializing``), with the data their
+    Initializing state carries. GPUd's clients (Flow) require data on every state of a GPU detail component and
+    read its rows: an empty list of them says "none read yet" and keeps such a client working. cpu, memory and
+    disk they read fields from that would have to be invented: those stay out until their first reading."""
+    out: dict[str, Row | None] = {}
+    if gpus_unread:
+        out |= {c: {key: []} for c, (key, _) in GPU_DETAIL.items()} | {
+            "accelerator-nvidia-processes": {"processes": []}
+        }
+    if host is None:
+        out["os"] = None  # no client of GPUd's reads its data
+    return out
+
+
+def state(component: str, health: str, reason: str, name: str | None = None) -> dict[str, Any]:
+    """One GPUd state of a component, as of now."""
+    return {"time": iso(time.time_ns()), "component": component, "name": name or component, "health": health,
+            "reason": reason, "suggested_actions": {"description": "", "repair_actions": []}}  # fmt: skip

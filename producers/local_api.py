@@ -19,9 +19,18 @@ from nats.aio.msg import Msg
 from gpuhealth import client, subjects
 from gpuhealth.config import NodeIdentity
 from gpuhealth.errors import ConfigError
-from gpuhealth.events import EVENT_DECODER, HEALTH_DECODER, METRIC_DECODER, SetHealthy, encode, new_id, now_ns
+from gpuhealth.events import (
+    EVENT_DECODER,
+    HEALTH_DECODER,
+    METRIC_DECODER,
+    CheckResult,
+    SetHealthy,
+    encode,
+    new_id,
+    now_ns,
+)
 from producers import api as api_mod
-from producers import api_auth
+from producers import api_auth, checks
 from producers import spool as spool_mod
 from producers.api_http import ClientError
 from producers.kmsg import append_record
@@ -56,7 +65,7 @@ async def follow_health(nc: NATS, identity: NodeIdentity, view: api_mod.View) ->
 
 
 def start_api(args: AgentOptions, identity: NodeIdentity, view: api_mod.View, publish: Publish,
-              state_dir: Path) -> api_mod.Api | None:  # fmt: skip
+              state_dir: Path, runner: checks.CheckRunner) -> api_mod.Api | None:  # fmt: skip
     """The local API; its writes need the token in ``state_dir``/api-token. It needs no bus."""
     if args.api_listen in ("", "off"):
         return None
@@ -79,9 +88,15 @@ def start_api(args: AgentOptions, identity: NodeIdentity, view: api_mod.View, pu
             raise ClientError(503, f"not taken: {e}; try again once the bus is back") from None
         return len(items)
 
+    def run_checks(names: list[str], tag: str | None) -> list[CheckResult]:  # GPUd's trigger-check: run them now
+        chosen = runner.select(names, tag)
+        longest = max((c.timeout_s for c in chosen), default=0.0)
+        return list(api_mod.run_coroutine(loop, runner.run_many(chosen, "tag" if tag else "manual"), longest + 10))
+
     gpus = view.inventory.gpus if view.inventory else []
     actions = api_mod.Actions(allow_inject=args.allow_inject, inject=inject, set_healthy=set_healthy,
-                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0")  # fmt: skip
+                              default_pci=gpus[0].pci_bus_id if gpus else "0000:00:00.0",
+                              run_checks=run_checks)  # fmt: skip
     try:
         token = api_auth.load_or_create_token(state_dir / api_auth.TOKEN_FILE)
     except OSError as e:  # a token no one can read is no token: reads stay open, writes are refused

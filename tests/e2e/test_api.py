@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,10 @@ def test_the_api_serves_the_nodes_states_events_and_metrics(up_stack: Up) -> Non
              == ("Unhealthy", ["REBOOT_SYSTEM"]), timeout=30)  # fmt: skip
     events = get(up_stack, "/v1/events?startTime=2000-01-01T00:00:00Z")
     xids = [e for c in events if c["component"] == "accelerator-nvidia-error-xid" for e in c["events"]]
-    assert [(e["name"], e["type"]) for e in xids] == [("xid", "Critical")]
+    assert [(e["name"], e["type"]) for e in xids] == [("error_xid", "Fatal")]  # GPUd's name, its Xid table's type
     assert "accelerator-nvidia-error-xid" in get(up_stack, "/v1/components")
-    assert any(c["component"] == "os" for c in get(up_stack, "/v1/metrics"))  # the host's metrics
+    metrics = {m["name"] for c in get(up_stack, "/v1/metrics") for m in c["metrics"]}  # the host's, GPUd's names
+    assert {"memory_used_bytes", "cpu_load_average"} <= metrics
     families = {f.name: f for f in text_string_to_metric_families(get(up_stack, "/metrics"))}
     states = {(s.labels["component"], s.labels["entity"]): s.value for s in families["gpuhealth_health"].samples}
     assert states[("accelerator-nvidia-error-xid", "0000:04:00.0")] == 2
@@ -70,3 +72,33 @@ def test_api_tls_off_serves_plain_http(tmp_path: Path) -> None:
         with urllib.request.urlopen(api(up) + "/healthz", timeout=10) as r:
             assert json.loads(r.read()) == {"status": "ok", "version": "v1"}
         assert not (up.data_dir / "agent" / "api-cert.pem").exists()  # no certificate made that nothing uses
+
+
+def test_gpuds_trigger_endpoints_run_its_example_plugins(tmp_path: Path) -> None:
+    """GPUd's own example plugin file: /v1/plugins lists it, trigger-check runs a check now and answers its state,
+    trigger-tag runs the tagged ones and sums them up, as GPUd's handlers do; both need the token."""
+    example = Path(__file__).parents[1] / "data" / "checks" / "gpud-example.yaml"
+    with running(tmp_path, "--checks", str(example)) as up:
+        plugins = get(up, "/v1/plugins")
+        assert [p["plugin_name"] for p in plugins] == ["install-python", "manual-exit-1", "echo-1", "echo-2", "echo-3"]
+        assert plugins[2]["tags"] == ["echo"] and plugins[2]["timeout"] == "1m0s"
+        [state] = call(up, "/v1/components/trigger-check?componentName=manual-exit-1")
+        assert state["component"] == "manual-exit-1" and state["states"][0]["health"] == "Unhealthy"
+        assert call(up, "/v1/components/trigger-tag?tagName=echo") == {
+            "components": ["echo-1", "echo-2", "echo-3"], "exit": 0, "success": True}  # fmt: skip
+        ran = call(up, "/v1/components/trigger-check?tagName=echo")
+        assert [(c["component"], c["states"][0]["health"]) for c in ran] == [
+            ("echo-1", "Healthy"), ("echo-2", "Healthy"), ("echo-3", "Healthy")]  # fmt: skip
+        try:
+            urllib.request.urlopen(api(up) + "/v1/components/trigger-tag?tagName=echo", timeout=10, context=tls(up))
+        except urllib.error.HTTPError as e:
+            assert e.code == 401
+        else:
+            raise AssertionError("a trigger ran without the token")
+
+
+def call(up: Up, path: str) -> Any:
+    token = (up.data_dir / "agent" / "api-token").read_text().strip()
+    req = urllib.request.Request(api(up) + path, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=90, context=tls(up)) as r:
+        return json.loads(r.read())

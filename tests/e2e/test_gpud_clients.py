@@ -18,6 +18,7 @@ try:
     from flow.adapters.integrations.health.gpud_v08_adapter import GPUdV08Client
     from flow.domain.models.health import NodeHealthSnapshot
     from flow.integrations.health.scoring import calculate_health_score, score_to_status
+    from flow.integrations.health.ssh_diagnosis import _fetch_gpu_metrics
 except ImportError:  # the test extra is not installed: need() says so, a failure under CI=true
     GPUdV08Client = None
 
@@ -64,6 +65,18 @@ def test_flow_collects_the_fake_nvmls_values_over_https(node: Up) -> None:
     assert system.memory_total_gb > 0 and 0 < system.memory_used_gb < system.memory_total_gb
     assert 0 < system.disk_usage_pct <= 100 and 0 < system.cpu_usage_pct <= 100
     assert {s.component for s in states} >= {"accelerator-nvidia-temperature", "cpu", "memory", "disk"}
+
+
+def test_flows_metrics_reader_takes_gpuds_v1_metrics(node: Up) -> None:
+    """Flow's other path to a node (its ssh diagnosis) reads /v1/metrics by GPUd's metric names and units."""
+    complete(node)
+    warnings: list[dict[str, str]] = []
+    with httpx.Client(verify=False) as h:  # as Flow's clients reach GPUd's self-signed HTTPS
+        gpus = _fetch_gpu_metrics(h, node.info.sources["api"].removeprefix("ok: "), 10, warnings)
+    assert len(gpus) == 8 and warnings == []
+    for g in gpus:  # the fake's idle H100, as above
+        assert (g.temperature_c, g.power_draw_w, g.power_limit_w, g.clock_mhz) == (34, 71, 700, 345)
+        assert (g.memory_used_mb, g.memory_total_mb) == (555_745_280 // 2**20, 81_559_420_928 // 2**20)
 
 
 def test_flow_rates_a_clean_simulated_node_healthy(node: Up) -> None:

@@ -84,7 +84,7 @@ def test_keep_alive_and_pipelined_requests_over_tls(https: Api) -> None:
         assert rawhttp.answers(s, 3) == [200, 200, 200]
     # A body, then a next request's head in the same TLS record: the worker reads the record for the body and
     # TLS keeps what its buffer did not take. The selector cannot see those bytes; it must read them itself.
-    head = f"POST /v1/health-states/set-healthy?components=x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+    head = f"POST /v1/health-states/set-healthy?components=cpu HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
     padded = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 12000 + b"\r\n\r\n"
     with rawhttp.connect(https.url) as s:
         s.sendall(head.encode() + b"Content-Length: 2\r\nExpect: 100-continue\r\n\r\n")

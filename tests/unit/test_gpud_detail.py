@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from gpuhealth.events import GpuProcess, HealthState, MetricBatch
-from producers.gpud_detail import gpu_payloads, host_payloads
+from producers.gpud_detail import gpu_payloads, host_payloads, os_payload
 from tests.unit.test_api import T, view
 
 BUSY = {"temperature_gpu_c": 61.0, "temperature_memory_c": 70.0, "temperature_slowdown_c": 87.0,
@@ -88,3 +88,19 @@ def test_every_state_of_a_detail_component_carries_its_data() -> None:
     )
     assert json.loads(power["extra_info"]["data"])["powers"][0]["usage_milli_watts"] == 612_500
     assert [c["component"] for c in v.states_json({"accelerator-nvidia-power"})] == ["accelerator-nvidia-power"]
+
+
+def test_remapped_rows_and_os_in_gpuds_fields() -> None:
+    rows = {"remapped_rows_correctable": 3.0, "remapped_rows_uncorrectable": 1.0, "remapped_rows_pending": 1.0,
+            "remapped_rows_failure": 0.0}  # fmt: skip
+    assert gpu_payloads([batch(rows)])["accelerator-nvidia-remapped-rows"] == {"remapped_rows": [{
+        "uuid": "GPU-1", "bus_id": "0000:18:00.0", "remapped_due_to_correctable_errors": 3,
+        "remapped_due_to_uncorrectable_errors": 1, "remapping_pending": True, "remapping_failed": False,
+        "supported": True}]}  # fmt: skip
+    host = batch({"uptime_s": 3600.0, "procs_zombie": 2.0, "fd_used": 1000.0, "fd_max": 4000.0}, uuid=None,
+                 entity="gpu-07", component="os")  # fmt: skip
+    assert os_payload(host, {"kernelVersion": "6.8.0", "cpuInfo": {"architecture": "x86_64"}}) == {
+        "kernel": {"arch": "x86_64", "version": "6.8.0"},
+        "uptimes": {"seconds": 3600, "boot_time_unix_seconds": T // 10**9 - 3600}, "zombie_processes": 2,
+        "file_descriptors": {"allocated_file_handles": 1000, "limit": 4000, "allocated_file_handles_percent": "25.00",
+                             "file_handles_supported": True, "fd_limit_supported": True}}  # fmt: skip
