@@ -9,7 +9,9 @@ start and the end of DURATION seconds: millicores = CPU seconds / wall seconds x
 injected. Goal (issue #20): the whole stack <= 10 doing nothing (the first two).
 Prints its figures as one JSON object on the last line.
 
-    python bench/idle.py [DURATION_SECONDS] [SETTLE_SECONDS]      (defaults 45, 15)
+    python bench/idle.py [DURATION_SECONDS] [SETTLE_SECONDS]      (defaults 90, 15)
+
+At rest the sink stores metrics every 30 s (sinks/clickhouse.py METRICS_LINGER_S): 90 s hold three.
 """
 
 from __future__ import annotations
@@ -95,4 +97,4 @@ def main(duration: float, settle: float) -> None:
 
 if __name__ == "__main__":
     args = [float(a) for a in sys.argv[1:]]
-    main(*(args + [45.0, 15.0][len(args) :]))
+    main(*(args + [90.0, 15.0][len(args) :]))

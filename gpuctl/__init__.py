@@ -5,3 +5,15 @@ It sits above the stages and is the only package that wires them together: ``up`
 import producers/, rules/ and sinks/ (lazily, so that reading commands start fast); none of them
 imports gpuctl.
 """
+
+import sys
+
+
+def main() -> None:
+    """The console script. Python takes a while to load gpuctl's commands on a busy node: Ctrl-C meanwhile
+    is an interruption like any later one (exit 130), not a traceback from deep inside an import."""
+    try:
+        from gpuctl.main import main as run
+    except KeyboardInterrupt:
+        sys.exit(130)
+    run()

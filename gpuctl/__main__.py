@@ -1,5 +1,5 @@
 """``python -m gpuctl`` is ``gpuctl``."""
 
-from gpuctl.main import main
+from gpuctl import main
 
 main()

@@ -146,7 +146,7 @@ class Consumer(Generic[T]):
                 continue
             delays.reset()
             if self.linger_s and len(msgs) < self.batch:
-                msgs += await self._linger(puller, len(msgs))
+                msgs += await self._linger(puller, msgs, stop)
             if self.in_order is not None:
                 ordered = self._delivered_in_order(msgs)
                 if ordered is None:
@@ -172,18 +172,24 @@ class Consumer(Generic[T]):
             for m in msgs:
                 await _ack(m)
 
-    async def _linger(self, puller: Puller, have: int) -> list[Msg]:
-        """More of the batch, until it is full or linger_s has passed since its first message."""
+    async def _linger(self, puller: Puller, msgs: list[Msg], stop: asyncio.Event) -> list[Msg]:
+        """More of the batch, until it is full, linger_s has passed since its first message, or the stage
+        stops (what it has is then handled at once). A linger longer than the ack wait (the sink's metrics)
+        keeps what it holds with in_progress, so JetStream does not deliver it again meanwhile."""
         more: list[Msg] = []
         deadline = time.monotonic() + self.linger_s
-        while have + len(more) < self.batch and (left := deadline - time.monotonic()) > 0.01:
+        kept = time.monotonic()  # when JetStream's ack wait last started again for what we hold
+        while len(msgs) + len(more) < self.batch and (left := deadline - time.monotonic()) > 0.01:
+            if time.monotonic() - kept > self.ack_wait_s / 2:
+                kept = time.monotonic()
+                for m in (*msgs, *more):
+                    with contextlib.suppress(nats.errors.Error):
+                        await m.in_progress()
+            want = self.batch - len(msgs) - len(more)
             try:
-                got = await puller.fetch(self.batch - have - len(more), timeout=left)
-            except nats.errors.Error:
-                break  # what we have is handled now; the loop deals with the connection
-            if not got:
-                break
-            more += got
+                more += await unless_stopped(puller.fetch(want, timeout=min(left, self.ack_wait_s / 2)), stop)
+            except (Stopped, nats.errors.Error):
+                break  # what we have is handled now; the loop deals with the connection or the stop
         return more
 
     def _delivered_in_order(self, msgs: list[Msg]) -> list[Msg] | None:

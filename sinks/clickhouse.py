@@ -284,14 +284,18 @@ class QueryResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 MAX_REPLY_BYTES = 4 << 20
+# Metric batches wait longer for company than events: they serve reports, not verdicts (the agent's own
+# /metrics and API have the live values). A node at rest sends one batch per poll; stored one at a time,
+# each is an insert into three tables and their merges, most of what the sink cost at rest.
+METRICS_LINGER_S = 30.0
 
 
 class SinkService:
     def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink", batch: int = 2000,
-                 linger_s: float = 1.0) -> None:  # fmt: skip
+                 linger_s: float = 1.0, metrics_linger_s: float = METRICS_LINGER_S) -> None:  # fmt: skip
         # Inserts of up to `batch` messages, at most `linger_s` after the first of them arrived:
         # ClickHouse wants a few large inserts a second per table, not one per message.
-        self.batch, self.linger_s = batch, linger_s
+        self.batch, self.linger_s, self.metrics_linger_s = batch, linger_s, metrics_linger_s
         self.nc = nc
         self.js = js
         self.store = store
@@ -367,13 +371,14 @@ class SinkService:
                         self.store.target.redacted(), _one_line(str(e)))  # fmt: skip
         await self.nc.subscribe(subjects.QUERY_SUBJECT, queue="gpuhealth-sink", cb=self.take_query)
         # (stream, decoder, handler): one durable consumer each, named after the stream.
-        wiring: list[tuple[subjects.StreamSpec, Any, Any, str]] = [
-            (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink"),
-            (subjects.HEALTH, HEALTH_DECODER, self.handle_health, "sink"),
-            (subjects.INCIDENTS, INCIDENT_DECODER, self.handle_incidents, "sink"),
-            (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink"),
-            (subjects.INVENTORY, INVENTORY_DECODER, self.handle_inventory, "sink"),
-            (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered
+        wiring: list[tuple[subjects.StreamSpec, Any, Any, str, float]] = [
+            (subjects.EVENTS, EVENT_DECODER, self.handle_events, "sink", self.linger_s),
+            (subjects.HEALTH, HEALTH_DECODER, self.handle_health, "sink", self.linger_s),
+            (subjects.INCIDENTS, INCIDENT_DECODER, self.handle_incidents, "sink", self.linger_s),
+            (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink", self.metrics_linger_s),
+            (subjects.INVENTORY, INVENTORY_DECODER, self.handle_inventory, "sink", self.linger_s),
+            # Its own stage: a bad letter is not re-lettered.
+            (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq", self.linger_s),
         ]
         consumers = [
             Consumer(
@@ -385,10 +390,10 @@ class SinkService:
                 stage=stage,
                 handle=handle,
                 batch=self.batch,
-                linger_s=self.linger_s,
+                linger_s=linger_s,
                 outage=store_away,
             )
-            for spec, decoder, handle, stage in wiring
+            for spec, decoder, handle, stage, linger_s in wiring
         ]
         await asyncio.gather(*(c.run(stop) for c in consumers))
         for task in list(self._answering):  # a stopping sink answers no more

@@ -37,6 +37,17 @@ def need(ok: bool, what: str) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _environment_as_it_was() -> Iterator[None]:
+    """gpuctl's root callback puts --nats-user and friends in os.environ for the agent it may exec; run
+    in-process by CliRunner, it would leave them to every later test of the session."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
 def _uncached_under_mutmut_stats() -> None:
     """`just mutate` runs a mutant against the tests that called its function when mutmut collected which
     test calls what: a cached result (the catalogs, the kernel patterns) is computed once, for one test,

@@ -296,9 +296,9 @@ def test_sql_answers_read_only_queries_and_inventory_is_stored(simulated_stack: 
 
     wait_for(lambda: stored()[0]["gpus"] == 8, timeout=20)
     assert stored() == [{"gpus": 8, "uuids": 8, "model": "NVIDIA H100 80GB HBM3"}]
-    r = gpuctl("sql", "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3",
-               "--data-dir", data)  # fmt: skip
-    assert r.returncode == 0 and r.stdout.startswith("name")
+    # Metric batches are stored every 30 s at most (sinks/clickhouse.py METRICS_LINGER_S).
+    metrics = "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3"
+    wait_for(lambda: gpuctl("sql", metrics, "--data-dir", data).stdout.startswith("name"), timeout=60, every=2)
     r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)
     assert r.returncode == 65 and "refused: DROP is not a read" in r.stderr and "Traceback" not in r.stderr
 

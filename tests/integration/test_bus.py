@@ -187,3 +187,47 @@ async def test_partition_of_is_the_partition_the_server_stores_a_node_under(nc: 
     stored = {s.split(".")[3]: int(s.split(".")[5]) for s in info.state.subjects or {}}
     assert {subjects.token(n): subjects.partition_of(n) for n in nodes} == stored
     assert len(set(stored.values())) == subjects.PARTITIONS  # and they spread over all 16
+
+
+async def test_a_linger_longer_than_the_ack_wait_keeps_what_it_holds(nc: NATS) -> None:
+    """The sink's metrics wait 30 s for company on a 15 s ack wait: JetStream must not hand the first
+    ones out again meanwhile, or every batch would be handled with copies of itself."""
+    js = nc.jetstream()
+    subject = subjects.event_subject("node-1", "kmsg")
+    await bus.publish_batch(js, [(subject, "id-1", encode(status_event(1)))])
+    batches: list[list[str]] = []
+    stop = asyncio.Event()
+
+    async def handle(items: list[Event]) -> None:
+        batches.append([e.id for e in items])
+        stop.set()
+
+    consumer = Consumer(js, stream=subjects.EVENTS.name, durable="slow", filter_subject="gpuhealth.v1.event.>",
+                        decoder=EVENT_DECODER, stage="test", handle=handle, ack_wait_s=1.0, linger_s=3.5)  # fmt: skip
+    async with asyncio.timeout(15):
+        await consumer.run(stop)
+    assert batches == [["id-1"]]
+    info = await js.consumer_info(subjects.EVENTS.name, "slow")
+    assert info.num_redelivered == 0
+
+
+async def test_a_stop_while_lingering_handles_what_it_has_at_once(nc: NATS) -> None:
+    js = nc.jetstream()
+    subject = subjects.event_subject("node-1", "kmsg")
+    await bus.publish_batch(js, [(subject, f"id-{i}", encode(status_event(i))) for i in range(3)])
+    seen: list[str] = []
+    stop = asyncio.Event()
+
+    async def handle(items: list[Event]) -> None:
+        seen.extend(e.id for e in items)
+
+    consumer = Consumer(js, stream=subjects.EVENTS.name, durable="lingers", filter_subject="gpuhealth.v1.event.>",
+                        decoder=EVENT_DECODER, stage="test", handle=handle, linger_s=60.0)  # fmt: skip
+    task = asyncio.create_task(consumer.run(stop))
+    await asyncio.sleep(1.0)  # fetched, and lingering for more
+    assert seen == []
+    stop.set()
+    async with asyncio.timeout(3):  # not the linger's 60 s
+        await task
+    assert seen == ["id-0", "id-1", "id-2"]
+    await until_acked(js, "lingers")

@@ -209,7 +209,7 @@ async def test_values_the_store_cannot_hold_are_dead_lettered_and_the_sink_keeps
 
     refused = sum(c[3] for c in cases)
     stored_events = len(good) + sum(1 for c in cases if c[1].startswith("ev-") and not c[3])
-    sink = SinkService(nc, js, store, linger_s=0.2)
+    sink = SinkService(nc, js, store, linger_s=0.2, metrics_linger_s=0.2)
     stop = asyncio.Event()
     task = asyncio.create_task(sink.run(stop))
     try:
@@ -269,7 +269,7 @@ async def test_an_xid_line_with_a_code_out_of_range_is_stored_as_a_fault_without
     )
     (tmp_path / "state").mkdir()
     await run_producer(js, kmsg, identity, tmp_path / "state", last_seq=2)
-    sink = SinkService(nc, js, store, linger_s=0.2)
+    sink = SinkService(nc, js, store, linger_s=0.2, metrics_linger_s=0.2)
     stop = asyncio.Event()
     task = asyncio.create_task(sink.run(stop))
     try:

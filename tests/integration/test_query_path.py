@@ -36,7 +36,7 @@ async def ask(nc: NATS, sql: str, **fields: Any) -> dict[str, Any]:
 
 @pytest.fixture
 async def sink(nc: NATS, store: Store) -> AsyncIterator[SinkService]:
-    service = SinkService(nc, nc.jetstream(), store, linger_s=0.2)
+    service = SinkService(nc, nc.jetstream(), store, linger_s=0.2, metrics_linger_s=0.2)
     stop = asyncio.Event()
     task = asyncio.create_task(service.run(stop))
     async with asyncio.timeout(30):

@@ -224,3 +224,12 @@ async def test_a_trickle_of_events_is_inserted_in_few_batches_not_one_per_messag
         stop.set()
         await task
     assert sum(inserts) == 30 and len(inserts) <= 4, inserts  # about one insert a second, not 30
+
+
+def test_the_embedded_engine_recounts_its_memory_once_a_second_not_ten_times(store: Store) -> None:
+    """At rest ClickHouse's memory worker was a sixth of the whole stack's CPU (bench/idle.py)."""
+    store.connect()
+    rows = store.client.query(
+        "SELECT value FROM system.server_settings WHERE name = 'memory_worker_period_ms'"
+    ).result_rows
+    assert rows == [("1000",)]

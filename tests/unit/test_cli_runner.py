@@ -85,3 +85,18 @@ def test_tables_are_coloured_on_a_terminal_only() -> None:
     assert "\x1b[1;31mUnhealthy" in ansi and "\x1b[32mHealthy" in ansi
     r = runner.invoke(app, ["rules", "check", "--help"])  # CliRunner is not a terminal: no escapes
     assert "\x1b[" not in r.output
+
+
+def test_ctrl_c_while_python_still_loads_gpuctl_is_exit_130_not_a_traceback() -> None:
+    """On a busy node loading gpuctl's commands takes long enough for a Ctrl-C to land inside an import."""
+    import subprocess
+    import sys
+
+    early_interrupt = (
+        "import signal, gpuctl\n"
+        "signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.002)\n"
+        "gpuctl.main()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", early_interrupt, "status"], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr) == (130, "")
