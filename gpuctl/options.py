@@ -206,5 +206,11 @@ ApiTlsCertOpt = Annotated[
 ApiTlsKeyOpt = Annotated[Path | None, typer.Option("--api-tls-key", help="the key of --api-tls-cert (PEM)")]
 MetricsListenOpt = Annotated[
     str | None,
-    typer.Option("--metrics-listen", help="serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)"),
-]
+    typer.Option("--metrics-listen", help="serve Prometheus /metrics, /healthz and /readyz on HOST:PORT "
+                 "(e.g. 127.0.0.1:9464)"),
+]  # fmt: skip
+UpMetricsListenOpt = Annotated[
+    str | None,
+    typer.Option("--metrics-listen", help="serve the rules' and the sink's /metrics, /healthz and /readyz on "
+                 "HOST:PORT (the agent's are on its API); as root, the sink's on the next port"),
+]  # fmt: skip

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -41,6 +41,7 @@ from gpuctl.options import (
     SimulateOpt,
     SysfsIntervalOpt,
     SysfsOpt,
+    UpMetricsListenOpt,
     data_dir_of,
     fleet_of,
 )
@@ -54,6 +55,9 @@ ServiceUserOpt = Annotated[
 AsUserOpt = Annotated[str | None, typer.Option("--as-user", hidden=True, help="become this user once set up")]
 ReadyFdOpt = Annotated[int | None, typer.Option("--ready-fd", hidden=True, help="one JSON line here when serving")]
 
+if TYPE_CHECKING:
+    from gpuhealth import telemetry
+
 serve_app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
     help="Run one stage against a NATS server (what systemd units and Kubernetes start).",
@@ -61,11 +65,15 @@ serve_app = typer.Typer(
 )
 
 
-def metrics(listen: str | None) -> None:
-    if listen:
-        from gpuhealth import telemetry
+def metrics(listen: str | None) -> telemetry.Probes:
+    """The stage's /metrics, /healthz and /readyz on ``listen``; the probes the stage keeps current."""
+    from gpuhealth import telemetry  # here: the commands that serve nothing stay quick to start
 
-        logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics", telemetry.serve(listen))
+    probes = telemetry.Probes()
+    if listen:
+        address = telemetry.serve(listen, telemetry.REGISTRY, probes)
+        logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics (/healthz, /readyz)", address)
+    return probes
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
@@ -104,6 +112,7 @@ def up(
     api_tls_key: ApiTlsKeyOpt = None,
     checks: ChecksOpt = None,
     service_user: ServiceUserOpt = None,
+    metrics_listen: UpMetricsListenOpt = None,
 ) -> None:
     """Run every stage on this node: embedded NATS and ClickHouse, rules, sink and the agent."""
     from gpuctl.up import UpOptions, run_up
@@ -133,6 +142,7 @@ def up(
         api_tls=api_tls,
         api_tls_cert=api_tls_cert,
         api_tls_key=api_tls_key,
+        metrics_listen=metrics_listen,
         checks=checks,
         service_user=service_user,
     )
@@ -211,12 +221,13 @@ def serve_rules(
     from gpuctl.up import serve_rules as run
 
     log_to_stderr()
-    metrics(metrics_listen)
+    probes = metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
     ready = privsep.Ready(ready_fd)
     with ready.or_why():
         code = asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
-                               replicas=replicas, fleet=fleet, as_user=as_user, ready=ready))  # fmt: skip
+                               replicas=replicas, fleet=fleet, as_user=as_user, ready=ready,
+                               probes=probes))  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -242,9 +253,9 @@ def serve_sink(
 
     log_to_stderr()
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
-    metrics(metrics_listen)
+    probes = metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
     ready = privsep.Ready(ready_fd)
     with ready.or_why():
-        code = asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet, as_user, ready))
+        code = asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet, as_user, ready, probes))
     raise typer.Exit(code)

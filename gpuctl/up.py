@@ -26,7 +26,7 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from gpuctl import privsep
-from gpuhealth import bus, localauth, natsconf, sd, sizing
+from gpuhealth import bus, localauth, natsconf, sd, sizing, telemetry
 from gpuhealth.config import LOCK, RunInfo, read_identity, remove_run_info, write_run_info
 from gpuhealth.errors import ConfigError, GpuhealthError
 from gpuhealth.events import now_ns
@@ -66,6 +66,7 @@ class UpOptions:
     metrics_ttl_days: int | None = None
     checks: list[Path] | None = None
     service_user: str | None = None
+    metrics_listen: str | None = None  # the rules' and the sink's (the agent's: its API)
 
 
 def agent_argv(nats_url: str, o: UpOptions, *, allow_inject: bool) -> list[str]:
@@ -137,6 +138,9 @@ def stage_argv(stage: str, nats_url: str, o: UpOptions, user: privsep.ServiceUse
             argv += ["--clickhouse-password-file", str(o.clickhouse_password_file)]
         if o.metrics_ttl_days is not None:
             argv += ["--metrics-ttl-days", str(o.metrics_ttl_days)]
+    if o.metrics_listen:  # one flag, two processes: the rules on its port, the sink on the next (port 0: any)
+        host, _, port = o.metrics_listen.rpartition(":")
+        argv += ["--metrics-listen", f"{host}:{int(port) + (1 if stage == 'sink' and int(port) else 0)}"]
     return argv
 
 
@@ -224,7 +228,13 @@ async def run_up(o: UpOptions) -> int:
             url = await bus.unless_stopped(nats.start(), stop)
         if user is None:
             store = Store(dsn, password_file=o.clickhouse_password_file, metrics_ttl_days=o.metrics_ttl_days)
+            probes = telemetry.Probes()
+            if o.metrics_listen:  # one process, one registry: the rules' and the sink's series, by stage
+                address = telemetry.serve(o.metrics_listen, telemetry.REGISTRY, probes)
+                log.info("the rules' and the sink's metrics on http://%s/metrics (/healthz, /readyz)", address)
             await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop), stop)
+            probes.ready = inside.connected
+            inside.tasks.append(asyncio.create_task(probes.beating(stop)))
         else:
             if o.clickhouse is None:
                 privsep.give_store(o.data_dir, Path(target.path), user, gid)
@@ -314,6 +324,9 @@ class Inside:
         self.tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
         self.tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
 
+    def connected(self) -> bool:
+        return all(nc.is_connected for nc in self.connections) and not any(t.done() for t in self.tasks)
+
     async def stop(self) -> None:
         for t in self.tasks:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
@@ -357,7 +370,7 @@ def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
                       replicas: int = 1, fleet: sizing.Fleet | None = None, as_user: str | None = None,
-                      ready: privsep.Ready = NOT_ASKED) -> int:  # fmt: skip
+                      ready: privsep.Ready = NOT_ASKED, probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     credentials = _become(as_user, RULES_MODULES)
     stop = bus.stop_on_signals()
@@ -366,9 +379,11 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
     await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
     service = RulesService(js, instance=instance, instances=instances, limits=limits)
     await service.start()
+    probes = probes or telemetry.Probes()
+    probes.ready = lambda: nc.is_connected
     ready.say(ready=True)
     sd.ready(f"rules instance {instance} of {instances}")
-    await asyncio.gather(service.run(stop), sd.watchdog(stop))
+    await asyncio.gather(service.run(stop), sd.watchdog(stop), probes.beating(stop))
     sd.stopping()
     await bus.shutdown(nc)
     return 0
@@ -376,7 +391,8 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
                      metrics_ttl_days: int | None = None, replicas: int = 1, fleet: sizing.Fleet | None = None,
-                     as_user: str | None = None, ready: privsep.Ready = NOT_ASKED) -> int:  # fmt: skip
+                     as_user: str | None = None, ready: privsep.Ready = NOT_ASKED,
+                     probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
     credentials = _become(as_user, SINK_MODULES, SINK_AFTER)
@@ -390,8 +406,10 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
         await store.run(store.connect)  # serving is with its store open (a unit's sink waits for a server)
         ready.say(ready=True)
     sd.ready(f"sink to {store.target.redacted()}")
+    probes = probes or telemetry.Probes()
+    probes.ready = lambda: nc.is_connected
     try:
-        await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))
+        await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop), probes.beating(stop))
     finally:
         sd.stopping()
         await bus.shutdown(nc)

@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from prometheus_client import Gauge
 
 from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
@@ -201,23 +200,23 @@ async def run(args: argparse.Namespace) -> int:
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     kernel_log.on_change = lambda: show_cursor_state(view, identity, kernel_log)
-    for name, doc, read in (
+    telemetry.REGISTRY.register(telemetry.Readings(counters=[
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
          lambda: getattr(kernel_log.source, "lost", 0)),
         ("gpuhealth_agent_kmsg_rewrites", "times a kmsg file was replaced or rewritten and read again from its start",
          lambda: getattr(kernel_log.source, "rewrites", 0)),
-        ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
-        ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
-        ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
-        ("gpuhealth_agent_spool_full", "1 while the spool refuses new records", lambda: outbox.spool.full),
         ("gpuhealth_agent_spool_refused", "records the full spool refused", lambda: outbox.spool.refused),
         ("gpuhealth_agent_spool_torn", "segments cut at a torn record at start", lambda: outbox.spool.torn),
         ("gpuhealth_agent_metrics_dropped", "metric batches dropped while the bus was away",
          lambda: outbox.metrics_dropped),
-    ):  # fmt: skip
-        Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
+    ], gauges=[
+        ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
+        ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
+        ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
+        ("gpuhealth_agent_spool_full", "1 while the spool refuses new records", lambda: outbox.spool.full),
+    ]))  # fmt: skip
     statuses = [kernel_log.open()]
     show_cursor_state(view, identity, kernel_log)
     module, load_error = nvml_module(args, identity)

@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 
 from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
-    HEALTH_ORDER,
     KERNEL_PRIORITIES,
     CheckResult,
     Event,
@@ -49,7 +48,7 @@ from gpuhealth.events import (
     SourceStatus,
     Verification,
 )
-from producers import gpud_detail, machine
+from producers import exposition, gpud_detail, machine
 from producers.api_auth import check_bearer
 from producers.api_doc import COMPONENT_LIST, OPENAPI, OWN_MACHINE_INFO
 from producers.api_http import ClientError, GuardedHandler, Limits
@@ -89,6 +88,7 @@ class View:
     lock: threading.Lock = field(default_factory=threading.Lock)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
     host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
+    last_xid: dict[str, int] = field(default_factory=dict)  # GPU UUID or DCGM's PCI id → its last Xid
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -96,28 +96,26 @@ class View:
                                  registry=r)  # fmt: skip
         self.metric_batches = Counter("gpuhealth_agent_metric_batches_published", "metric batches published",
                                       registry=r)  # fmt: skip
-        self.health = Gauge("gpuhealth_health", "0 Healthy, 1 Degraded, 2 Unhealthy, 3 Unknown",
-                            ["component", "entity", "gpu_uuid"], registry=r)  # fmt: skip
-        self.gpu_value = Gauge("gpuhealth_gpu_metric", "the latest value NVML gave for a GPU",
-                               ["gpu_uuid", "pci_bus_id", "name"], registry=r)  # fmt: skip
+        r.register(exposition.HealthCollector(self))
 
     def published_event(self, ev: Event) -> None:
         with self.lock:
             self.events.append(ev)
+            if isinstance(ev, KernelEvent | NvmlEvent) and ev.kind == "xid" and ev.xid is not None:
+                # dcgm-exporter's DCGM_FI_DEV_XID_ERRORS: the last Xid of each GPU (NVML names it by UUID)
+                uuid = ev.gpu_uuid if isinstance(ev, NvmlEvent) else None
+                if uuid or ev.pci_bus_id:
+                    self.last_xid[uuid or exposition.dcgm_pci(ev.pci_bus_id or "")] = ev.xid
         self.published.labels(ev.source).inc()
 
     def published_metrics(self, b: MetricBatch) -> None:
         with self.lock:
             self.metrics[b.entity] = b
         self.metric_batches.inc()
-        if b.gpu_uuid:
-            for name, value in b.values.items():
-                self.gpu_value.labels(b.gpu_uuid, b.pci_bus_id or "", name).set(value)
 
     def health_changed(self, h: HealthState) -> None:
         with self.lock:
             self.states[(h.component, h.entity)] = h
-        self.health.labels(h.component, h.entity, h.gpu_uuid or "").set(HEALTH_ORDER[h.health])
 
     # ---------------------------------------------------------------- GPUd's shapes
 
@@ -366,7 +364,8 @@ class _Handler(GuardedHandler):
         elif url.path == "/v1/components":
             self.respond(200, view.components())
         elif url.path == "/metrics":
-            self.respond(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
+            text = generate_latest(view.registry) + exposition.dcgm_text(view).encode()
+            self.respond(200, text, "text/plain; version=0.0.4; charset=utf-8")
         elif url.path == "/openapi.json":
             self.respond(200, OPENAPI)
         else:
