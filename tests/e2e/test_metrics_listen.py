@@ -20,6 +20,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def status(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return int(r.status)
+
+
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
         text = r.read().decode()
@@ -50,6 +55,8 @@ async def test_the_rules_service_exports_its_counters(nats_url: str) -> None:
             await asyncio.sleep(0.1)
         assert sum(handled) >= 1
         assert any(n.startswith("gpuhealth_batch_seconds") for n in families)
+        for probe in ("healthz", "readyz"):  # what a kubelet's probes and a unit's checks ask
+            assert await asyncio.to_thread(status, f"http://127.0.0.1:{port}/{probe}") == 200
     finally:
         await nc.close()
         rules.terminate()
