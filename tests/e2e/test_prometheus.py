@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import need
+from tests.conftest import REPO, need
 from tests.e2e.conftest import Up, free_port, running, wait_for
 
 # The fake NVML's idle GPU (producers/fake_nvml.py, FakeGpu), in DCGM's units: MiB, W, MHz, C.
@@ -75,6 +76,27 @@ def promtool_findings(exposition: str) -> list[str]:
     return [line for line in r.stderr.splitlines() if line.strip()]
 
 
+def assert_the_dashboard_reads(exposition: str) -> None:
+    """Every metric deploy/grafana/gpuhealth-gpus.json queries is on the agent's /metrics, with the labels the
+    query groups and filters by."""
+    labels: dict[str, set[str]] = {}
+    for f in text_string_to_metric_families(exposition):
+        for s in f.samples:
+            labels.setdefault(f.name, set()).update(s.labels)
+    dashboard = json.loads((REPO / "deploy" / "grafana" / "gpuhealth-gpus.json").read_text())
+    queries = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    queries += [v["query"]["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+    assert len(queries) > 10
+    for q in queries:
+        names = set(re.findall(r"\b(DCGM_FI_[A-Z0-9_]+|gpuhealth_[a-z_]+)\b", q))
+        used = {x.strip() for g in re.findall(r"by \(([^)]*)\)", q) for x in g.split(",")}
+        used |= set(re.findall(r"(\w+)=~", q)) | set(re.findall(r", (\w+)\)$", q))  # label_values(m, label)
+        assert names, q
+        for name in names:
+            assert name in labels, f"{name} (in {q}) is not on the agent's /metrics"
+            assert used <= labels[name], f"{q}: {sorted(used - labels[name])} not labels of {name}"
+
+
 def inject(up: Up, api: str, message: str) -> None:
     token = (up.data_dir / "agent" / "api-token").read_text().strip()
     body = json.dumps({"kernel_message": {"priority": "KERN_ERR", "message": message}}).encode()
@@ -120,3 +142,4 @@ def test_every_stage_scrapeable_and_each_gpu_as_dcgm_exporter_shows_it(tmp_path:
         assert [f for f in agent if not f.startswith("DCGM_FI_")] == []
         assert {f.split(" ", 1)[1] for f in agent} <= set(DCGM_FINDINGS)
         assert promtool_findings(text(services + "/metrics")) == []
+        assert_the_dashboard_reads(text(api + "/metrics"))
