@@ -65,15 +65,17 @@ serve_app = typer.Typer(
 )
 
 
-def metrics(listen: str | None) -> telemetry.Probes:
-    """The stage's /metrics, /healthz and /readyz on ``listen``; the probes the stage keeps current."""
-    from gpuhealth import telemetry  # here: the commands that serve nothing stay quick to start
+def metrics(listen: str | None) -> tuple[telemetry.Metrics, telemetry.Probes]:
+    """The stage's instruments, and its /metrics, /healthz and /readyz on ``listen``; the probes it keeps current."""
+    from prometheus_client import CollectorRegistry  # here: the commands that serve nothing stay quick to start
 
-    probes = telemetry.Probes()
+    from gpuhealth import telemetry
+
+    measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
     if listen:
-        address = telemetry.serve(listen, telemetry.REGISTRY, probes)
+        address = telemetry.serve(listen, measured.registry, probes)
         logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics (/healthz, /readyz)", address)
-    return probes
+    return measured, probes
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
@@ -221,13 +223,13 @@ def serve_rules(
     from gpuctl.up import serve_rules as run
 
     log_to_stderr()
-    probes = metrics(metrics_listen)
+    measured, probes = metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
     ready = privsep.Ready(ready_fd)
     with ready.or_why():
         code = asyncio.run(run(nats, instance=instance, instances=instances, rules_file=rules_file,
                                replicas=replicas, fleet=fleet, as_user=as_user, ready=ready,
-                               probes=probes))  # fmt: skip
+                               measured=measured, probes=probes))  # fmt: skip
     raise typer.Exit(code)
 
 
@@ -253,9 +255,10 @@ def serve_sink(
 
     log_to_stderr()
     dsn = clickhouse or chdb_dsn(data_dir_of(data_dir))
-    probes = metrics(metrics_listen)
+    measured, probes = metrics(metrics_listen)
     fleet = fleet_of(fleet_nodes, fleet_gpus, fleet_poll, metrics_buffer)
     ready = privsep.Ready(ready_fd)
     with ready.or_why():
-        code = asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet, as_user, ready, probes))
+        code = asyncio.run(run(nats, dsn, password_file, metrics_ttl_days, replicas, fleet, as_user, ready,
+                               measured, probes))  # fmt: skip
     raise typer.Exit(code)

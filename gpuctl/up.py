@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nats.aio.client import Client as NATS
+from prometheus_client import CollectorRegistry
 
 from gpuctl import privsep
 from gpuhealth import bus, localauth, natsconf, sd, sizing, telemetry
@@ -228,11 +229,11 @@ async def run_up(o: UpOptions) -> int:
             url = await bus.unless_stopped(nats.start(), stop)
         if user is None:
             store = Store(dsn, password_file=o.clickhouse_password_file, metrics_ttl_days=o.metrics_ttl_days)
-            probes = telemetry.Probes()
+            measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
             if o.metrics_listen:  # one process, one registry: the rules' and the sink's series, by stage
-                address = telemetry.serve(o.metrics_listen, telemetry.REGISTRY, probes)
+                address = telemetry.serve(o.metrics_listen, measured.registry, probes)
                 log.info("the rules' and the sink's metrics on http://%s/metrics (/healthz, /readyz)", address)
-            await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop), stop)
+            await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop, measured), stop)
             probes.ready = inside.connected
             inside.tasks.append(asyncio.create_task(probes.beating(stop)))
         else:
@@ -313,7 +314,7 @@ class Inside:
         self.store: Store | None = None
 
     async def start(self, url: str, creds: dict[str, dict[str, str] | None], store: Store, limits: limits_mod.Limits,
-                    here: sizing.Fleet, stop: asyncio.Event) -> None:  # fmt: skip
+                    here: sizing.Fleet, stop: asyncio.Event, measured: telemetry.Metrics) -> None:  # fmt: skip
         self.store = store
         rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
         self.connections.append(rules_nc)
@@ -321,8 +322,11 @@ class Inside:
         self.connections.append(sink_nc)
         await bus.provision(rules_nc.jetstream(), limits=bounds(here))
         await store.run(store.connect)
-        self.tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
-        self.tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
+        rules = RulesService(rules_nc.jetstream(), limits=limits, metrics=measured)
+        self.tasks.append(asyncio.create_task(rules.run(stop)))
+        self.tasks.append(
+            asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store, metrics=measured).run(stop))
+        )
 
     def connected(self) -> bool:
         return all(nc.is_connected for nc in self.connections) and not any(t.done() for t in self.tasks)
@@ -370,14 +374,15 @@ def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
 
 async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, rules_file: Path | None = None,
                       replicas: int = 1, fleet: sizing.Fleet | None = None, as_user: str | None = None,
-                      ready: privsep.Ready = NOT_ASKED, probes: telemetry.Probes | None = None) -> int:  # fmt: skip
+                      ready: privsep.Ready = NOT_ASKED, measured: telemetry.Metrics | None = None,
+                      probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     limits = limits_mod.load(rules_file)  # a bad file fails here, before anything connects
     credentials = _become(as_user, RULES_MODULES)
     stop = bus.stop_on_signals()
     nc = await bus.connect(nats_url, f"gpuhealth-rules-{instance}of{instances}", credentials=credentials)
     js = nc.jetstream()
     await bus.provision(js, replicas=replicas, limits=bounds(fleet, replicas))
-    service = RulesService(js, instance=instance, instances=instances, limits=limits)
+    service = RulesService(js, instance=instance, instances=instances, limits=limits, metrics=measured)
     await service.start()
     probes = probes or telemetry.Probes()
     probes.ready = lambda: nc.is_connected
@@ -392,6 +397,7 @@ async def serve_rules(nats_url: str, *, instance: int = 0, instances: int = 1, r
 async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None = None,
                      metrics_ttl_days: int | None = None, replicas: int = 1, fleet: sizing.Fleet | None = None,
                      as_user: str | None = None, ready: privsep.Ready = NOT_ASKED,
+                     measured: telemetry.Metrics | None = None,
                      probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     store = Store(clickhouse, password_file=password_file, metrics_ttl_days=metrics_ttl_days)
@@ -409,7 +415,8 @@ async def serve_sink(nats_url: str, clickhouse: str, password_file: Path | None 
     probes = probes or telemetry.Probes()
     probes.ready = lambda: nc.is_connected
     try:
-        await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop), probes.beating(stop))
+        sink = SinkService(nc, js, store, metrics=measured)
+        await asyncio.gather(sink.run(stop), sd.watchdog(stop), probes.beating(stop))
     finally:
         sd.stopping()
         await bus.shutdown(nc)

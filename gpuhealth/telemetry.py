@@ -27,29 +27,33 @@ Reading = tuple[str, str, Callable[[], float]]  # (name, help, read)
 
 # A counter's ``_created`` sample is one more series for every label set, and no dashboard reads it.
 disable_created_metrics()  # type: ignore[no-untyped-call]
-REGISTRY = CollectorRegistry()
-ProcessCollector(registry=REGISTRY)  # CPU seconds, resident bytes, open files: each stage's cost, where it runs
 
-MESSAGES = Counter("gpuhealth_consumer_messages", "messages a stage handled, by stage and stream",
-                   ["stage", "stream"], registry=REGISTRY)  # fmt: skip
-DEAD_LETTERS = Counter("gpuhealth_dead_letters", "messages a stage could not use, by stage", ["stage"],
-                       registry=REGISTRY)  # fmt: skip
-RETRIES = Counter("gpuhealth_consumer_retries", "batches a stage had to retry (its effect failed)", ["stage"],
-                  registry=REGISTRY)  # fmt: skip
-BATCH_SECONDS = Histogram("gpuhealth_batch_seconds", "time to handle one batch, by stage", ["stage"],
-                          buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30), registry=REGISTRY)  # fmt: skip
-PUBLISH_SECONDS = Histogram("gpuhealth_publish_seconds", "time until JetStream acknowledged a batch",
-                            buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5), registry=REGISTRY)  # fmt: skip
 
-# A stream that has no room refuses; the publisher holds its messages and retries (gpuhealth/bus.py).
-STREAM_FULL = Gauge(
-    "gpuhealth_stream_full", "1 while a stream refuses this process's messages", ["stream"], registry=REGISTRY
-)
-# The same, with the server's words, for the agent's API to show as a Degraded state (producers/api.py).
-NO_ROOM: dict[str, str] = {}
-PUBLISH_REFUSED = Counter(
-    "gpuhealth_publish_refused", "messages refused for want of room", ["stream"], registry=REGISTRY
-)
+class Metrics:
+    """One process's own instruments, on the registry it is given: a stage builds it once at its start and hands
+    it to what it measures (its consumers, its publishes); whoever serves /metrics serves ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = self.registry = registry
+        ProcessCollector(registry=r)  # CPU seconds, resident bytes, open files: each stage's cost, where it runs
+        self.messages = Counter("gpuhealth_consumer_messages", "messages a stage handled, by stage and stream",
+                                ["stage", "stream"], registry=r)  # fmt: skip
+        self.dead_letters = Counter("gpuhealth_dead_letters", "messages a stage could not use, by stage", ["stage"],
+                                    registry=r)  # fmt: skip
+        self.retries = Counter("gpuhealth_consumer_retries", "batches a stage had to retry (its effect failed)",
+                               ["stage"], registry=r)  # fmt: skip
+        self.batch_seconds = Histogram("gpuhealth_batch_seconds", "time to handle one batch, by stage", ["stage"],
+                                       buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30), registry=r)  # fmt: skip
+        self.publish_seconds = Histogram("gpuhealth_publish_seconds", "time until JetStream acknowledged a batch",
+                                         buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
+                                         registry=r)  # fmt: skip
+        # A stream that has no room refuses; the publisher holds its messages and retries (gpuhealth/bus.py).
+        self.stream_full = Gauge("gpuhealth_stream_full", "1 while a stream refuses this process's messages",
+                                 ["stream"], registry=r)  # fmt: skip
+        self.publish_refused = Counter("gpuhealth_publish_refused", "messages refused for want of room", ["stream"],
+                                       registry=r)  # fmt: skip
+        # The same, with the server's words, for the agent's API to show as a Degraded state (producers/api.py).
+        self.no_room: dict[str, str] = {}
 
 
 class Readings(Collector):

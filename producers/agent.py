@@ -24,6 +24,7 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
@@ -183,7 +184,8 @@ async def run(args: argparse.Namespace) -> int:
         log.error("cannot create %s: %s", state_dir, e)
     specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
     stop = bus.stop_on_signals()
-    view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
+    metrics = telemetry.Metrics(CollectorRegistry())  # the agent's own, served with the API's at /metrics
+    view = api_mod.View(identity, registry=metrics.registry, no_room=metrics.no_room,
                         host=machine.host_facts(args.proc_root))  # fmt: skip
     # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
     outbox = Outbox(spool_mod.Spool(state_dir / "spool", max_bytes=args.spool_max_bytes),
@@ -200,7 +202,7 @@ async def run(args: argparse.Namespace) -> int:
 
     kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, publish)
     kernel_log.on_change = lambda: show_cursor_state(view, identity, kernel_log)
-    telemetry.REGISTRY.register(telemetry.Readings(counters=[
+    metrics.registry.register(telemetry.Readings(counters=[
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
@@ -284,7 +286,7 @@ async def run(args: argparse.Namespace) -> int:
             await injections.serve_nvml(nc, identity, nvml, args.allow_inject, replaced)
             await checks.serve_requests(nc, identity, runner)
             connected.set()
-            await outbox.run_connected(js, sent_all)
+            await outbox.run_connected(js, sent_all, metrics)
         finally:
             await bus.shutdown(nc)
 

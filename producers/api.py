@@ -32,7 +32,6 @@ from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import (
     KERNEL_PRIORITIES,
@@ -86,7 +85,8 @@ class View:
     events: collections.deque[Event] = field(default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS))
     metrics: dict[str, MetricBatch] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's (gpuhealth.telemetry)
+    no_room: dict[str, str] = field(default_factory=dict)  # streams refusing the agent's writes: telemetry.Metrics
     host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
     last_xid: dict[str, int] = field(default_factory=dict)  # GPU UUID or DCGM's PCI id → its last Xid
 
@@ -134,7 +134,7 @@ class View:
                                       "repair_actions": actions},
             })  # fmt: skip
         if not components or AGENT_COMPONENT in components:
-            for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
+            for stream, why in sorted(self.no_room.items()):  # the bus refusing writes: Degraded, with why
                 grouped.setdefault(AGENT_COMPONENT, []).append(_no_room(stream, why))
         for component, data in self._details().items():
             if components and component not in components:
