@@ -8,9 +8,11 @@ import shutil
 import socket
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import REPO, need
@@ -143,3 +145,39 @@ def test_every_stage_scrapeable_and_each_gpu_as_dcgm_exporter_shows_it(tmp_path:
         assert {f.split(" ", 1)[1] for f in agent} <= set(DCGM_FINDINGS)
         assert promtool_findings(text(services + "/metrics")) == []
         assert_the_dashboard_reads(text(api + "/metrics"))
+
+
+def test_prometheus_scrapes_every_stage_with_the_shipped_config(tmp_path: Path) -> None:
+    """Debian's Prometheus, given deploy/prometheus/prometheus.yml with only this stack's ports (and a 1 s
+    interval) put in, scrapes the agent over its self-signed HTTPS and the services, and answers dcgm queries."""
+    need(shutil.which("prometheus") is not None, "prometheus (Debian's prometheus package: deploy/test-deps.sh)")
+    port, web = free_port(), free_port()
+    with running(tmp_path, "--simulate-gpus", "2", "--nvml-poll-interval", "1", "--metrics-listen",
+                 f"127.0.0.1:{port}") as up:  # fmt: skip
+        api = up.info.sources["api"].removeprefix("ok: ")
+        assert api.startswith("https://")  # the default, as shipped
+        config = yaml.safe_load((REPO / "deploy" / "prometheus" / "prometheus.yml").read_text())
+        config["global"]["scrape_interval"] = "1s"
+        for job in config["scrape_configs"]:
+            ours = [api.removeprefix("https://")] if job["job_name"] == "gpuhealth-agent" else [f"127.0.0.1:{port}"]
+            job["static_configs"] = [{"targets": ours}]
+        (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
+        argv = ["prometheus", f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{web}"]  # fmt: skip
+        with (tmp_path / "prometheus.log").open("w") as log:
+            prometheus = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+
+            def query(q: str) -> list[dict[str, object]]:
+                url = f"http://127.0.0.1:{web}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+                try:
+                    return list(json.loads(text(url))["data"]["result"])
+                except OSError:
+                    return []
+
+            wait_for(lambda: len(query('up{job=~"gpuhealth-.*"} == 1')) == 2, timeout=60)
+            wait_for(lambda: len(query("DCGM_FI_DEV_GPU_TEMP == 34")) == 2, timeout=60)
+            wait_for(lambda: len(query('gpuhealth_consumer_messages_total{stage="sink"}')) > 0, timeout=60)
+        finally:
+            prometheus.terminate()
+            prometheus.wait(timeout=30)
