@@ -16,7 +16,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import REPO, need
-from tests.e2e.conftest import Up, free_port, running, wait_for
+from tests.e2e.conftest import Up, free_port, reachable_dir, running, wait_for
 
 # The fake NVML's idle GPU (producers/fake_nvml.py, FakeGpu), in DCGM's units: MiB, W, MHz, C.
 IDLE = {
@@ -181,3 +181,28 @@ def test_prometheus_scrapes_every_stage_with_the_shipped_config(tmp_path: Path) 
         finally:
             prometheus.terminate()
             prometheus.wait(timeout=30)
+
+
+def two_free_ports() -> int:
+    """A port whose next one is free too (up as root gives the sink the rules' port + 1)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port + 1)) != 0:
+                return port
+    raise AssertionError("no two free ports in a row")
+
+
+def stages_on(url: str) -> set[str]:
+    return {s.labels["stage"] for f in text_string_to_metric_families(text(url + "/metrics"))
+            if f.name == "gpuhealth_consumer_messages" for s in f.samples}  # fmt: skip
+
+
+def test_as_root_with_a_service_user_the_rules_and_the_sink_serve_theirs_on_two_ports() -> None:
+    port = two_free_ports()
+    rules, sink = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"
+    with reachable_dir() as base, running(base, "--service-user", "nobody", "--metrics-listen", f"127.0.0.1:{port}"):
+        wait_for(lambda: stages_on(rules) == {"rules"}, timeout=60)
+        wait_for(lambda: stages_on(sink) == {"sink"}, timeout=60)
+        for url in (rules, sink):
+            assert (status(url + "/healthz"), status(url + "/readyz")) == (200, 200)
