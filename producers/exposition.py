@@ -33,8 +33,7 @@ class Field(NamedTuple):
 
 # The DCGM field for each value the poller reads; help and type as in dcgm-exporter's counters files.
 FIELDS = (
-    # NVML's graphics clock: DCGM reads the SM clock, the same domain on NVIDIA's data-centre GPUs.
-    Field("clock_graphics_mhz", "DCGM_FI_DEV_SM_CLOCK", "gauge", False, "SM clock frequency (in MHz)."),
+    Field("clock_sm_mhz", "DCGM_FI_DEV_SM_CLOCK", "gauge", False, "SM clock frequency (in MHz)."),
     Field("clock_memory_mhz", "DCGM_FI_DEV_MEM_CLOCK", "gauge", False, "Memory clock frequency (in MHz)."),
     Field("clock_event_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", False, "Clock event reasons (bitmask)."),
     Field("temperature_memory_c", "DCGM_FI_DEV_MEMORY_TEMP", "gauge", False, "Memory temperature (in C)."),
@@ -43,6 +42,8 @@ FIELDS = (
     Field("temperature_shutdown_c", "DCGM_FI_DEV_SHUTDOWN_TEMP", "gauge", False, "Shutdown temperature (in C)."),
     Field("power_w", "DCGM_FI_DEV_POWER_USAGE", "gauge", False, "Power draw (in W)."),
     Field("power_limit_w", "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", False, "Enforced power limit (in W)."),
+    Field("energy_mj", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", False,
+          "Total energy consumption since boot (in mJ)."),
     Field("pcie_replay_count", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", False, "Total number of PCIe retries."),
     Field("pcie_gen_current", "DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", False, "PCIe current link generation."),
     Field("pcie_gen_max", "DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "gauge", False, "PCIe maximum link generation."),
@@ -50,6 +51,8 @@ FIELDS = (
     Field("pcie_width_max", "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "gauge", False, "PCIe maximum link width."),
     Field("util_gpu_pct", "DCGM_FI_DEV_GPU_UTIL", "gauge", False, "GPU utilization (in %)."),
     Field("util_memory_pct", "DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", False, "Memory utilization (in %)."),
+    Field("util_encoder_pct", "DCGM_FI_DEV_ENC_UTIL", "gauge", False, "Encoder utilization (in %)."),
+    Field("util_decoder_pct", "DCGM_FI_DEV_DEC_UTIL", "gauge", False, "Decoder utilization (in %)."),
     Field("memory_used_bytes", "DCGM_FI_DEV_FB_USED", "gauge", True, "Framebuffer memory used (in MiB)."),
     Field("memory_total_bytes", "DCGM_FI_DEV_FB_TOTAL", "gauge", True, "Framebuffer memory total (in MiB)."),
     Field("ecc_sbe_volatile", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", False,

@@ -30,6 +30,8 @@ IDLE = {
     "DCGM_FI_DEV_MEM_CLOCK": 2619.0,
     "DCGM_FI_DEV_GPU_UTIL": 0.0,
     "DCGM_FI_DEV_MEM_COPY_UTIL": 0.0,
+    "DCGM_FI_DEV_ENC_UTIL": 0.0,
+    "DCGM_FI_DEV_DEC_UTIL": 0.0,
     "DCGM_FI_DEV_FB_USED": 530.0,  # 555,745,280 bytes
     "DCGM_FI_DEV_FB_TOTAL": 77781.0,  # 81,559,420,928 bytes
     "DCGM_FI_DEV_FB_FREE": 77251.0,
@@ -124,6 +126,11 @@ def test_every_stage_scrapeable_and_each_gpu_as_dcgm_exporter_shows_it(tmp_path:
             assert labels == {"gpu": gpu, "UUID": bus_ids[pci.removeprefix("0000").lower()], "pci_bus_id": pci,
                               "device": f"nvidia{gpu}", "modelName": "NVIDIA H100 80GB HBM3",
                               "Hostname": socket.gethostname(), "DCGM_FI_DRIVER_VERSION": "550.90.07"}  # fmt: skip
+        # energy since the driver loaded, in mJ: a counter that grows as the GPUs draw their 71 W
+        first = [got["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][gpu] for gpu in ("0", "1")]
+        assert [(kind, value > 0) for kind, _, value in first] == [("counter", True)] * 2
+        wait_for(lambda: all(dcgm(api)["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"][gpu][2] > first[int(gpu)][2]
+                             for gpu in ("0", "1")), timeout=30)  # fmt: skip
         # an Xid on GPU 1 is its DCGM_FI_DEV_XID_ERRORS; GPU 0 stays at 0
         inject(up, api, "NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.")
         wait_for(lambda: dcgm(api)["DCGM_FI_DEV_XID_ERRORS"]["1"][2] == 79.0, timeout=30)

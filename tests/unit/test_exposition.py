@@ -25,7 +25,7 @@ def node() -> View:
                                         entity=f"0000:{bus}:00.0", gpu_uuid=u, pci_bus_id=f"0000:{bus}:00.0",
                                         values={"temperature_gpu_c": temp, "memory_used_bytes": 3 * 2**20 + 5,
                                                 "memory_total_bytes": 10 * 2**20, "ecc_dbe_volatile": 2.0,
-                                                "nvlink_replay_errors": 7.0, "clock_graphics_mhz": 1980.0}))  # fmt: skip
+                                                "nvlink_replay_errors": 7.0, "clock_sm_mhz": 1980.0}))  # fmt: skip
     return v
 
 
