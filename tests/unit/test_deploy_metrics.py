@@ -93,3 +93,16 @@ def test_the_podmonitor_selects_every_pod_on_ports_they_name() -> None:
         assert selector.items() <= meta["labels"].items()
         assert port in {p["name"] for p in c["ports"]}
         assert endpoints[port].get("scheme", "http") == scheme
+
+
+def test_compose_serves_the_services_metrics_where_the_scrape_config_looks() -> None:
+    services = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]
+    jobs = {j["job_name"]: j for j in yaml.safe_load(SCRAPE.read_text())["scrape_configs"]}
+    scraped = {t for s in jobs["gpuhealth-services"]["static_configs"] for t in s["targets"]}
+    for name in ("rules", "sink"):
+        svc = services[name]
+        port = flag(svc["command"], "--metrics-listen").rpartition(":")[2]
+        assert svc["ports"] == [f"127.0.0.1:{port}:{port}"] and f"127.0.0.1:{port}" in scraped
+        assert f"http://127.0.0.1:{port}/readyz" in " ".join(svc["healthcheck"]["test"])
+    assert services["agent"]["ports"] == ["127.0.0.1:15132:15132"]
+    assert [t for s in jobs["gpuhealth-agent"]["static_configs"] for t in s["targets"]] == ["127.0.0.1:15132"]
