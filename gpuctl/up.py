@@ -229,13 +229,7 @@ async def run_up(o: UpOptions) -> int:
             url = await bus.unless_stopped(nats.start(), stop)
         if user is None:
             store = Store(dsn, password_file=o.clickhouse_password_file, metrics_ttl_days=o.metrics_ttl_days)
-            measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
-            if o.metrics_listen:  # one process, one registry: the rules' and the sink's series, by stage
-                address = telemetry.serve(o.metrics_listen, measured.registry, probes)
-                log.info("the rules' and the sink's metrics on http://%s/metrics (/healthz, /readyz)", address)
-            await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop, measured), stop)
-            probes.ready = inside.connected
-            inside.tasks.append(asyncio.create_task(probes.beating(stop)))
+            await bus.unless_stopped(inside.start(url, creds, store, limits, here, stop, o.metrics_listen), stop)
         else:
             if o.clickhouse is None:
                 privsep.give_store(o.data_dir, Path(target.path), user, gid)
@@ -314,7 +308,11 @@ class Inside:
         self.store: Store | None = None
 
     async def start(self, url: str, creds: dict[str, dict[str, str] | None], store: Store, limits: limits_mod.Limits,
-                    here: sizing.Fleet, stop: asyncio.Event, measured: telemetry.Metrics) -> None:  # fmt: skip
+                    here: sizing.Fleet, stop: asyncio.Event, metrics_listen: str | None) -> None:  # fmt: skip
+        measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
+        if metrics_listen:  # one process, one registry: the rules' and the sink's series, by stage
+            address = telemetry.serve(metrics_listen, measured.registry, probes)
+            log.info("the rules' and the sink's metrics on http://%s/metrics (/healthz, /readyz)", address)
         self.store = store
         rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
         self.connections.append(rules_nc)
@@ -323,10 +321,10 @@ class Inside:
         await bus.provision(rules_nc.jetstream(), limits=bounds(here))
         await store.run(store.connect)
         rules = RulesService(rules_nc.jetstream(), limits=limits, metrics=measured)
-        self.tasks.append(asyncio.create_task(rules.run(stop)))
-        self.tasks.append(
-            asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store, metrics=measured).run(stop))
-        )
+        sink = SinkService(sink_nc, sink_nc.jetstream(), store, metrics=measured)
+        self.tasks += [asyncio.create_task(rules.run(stop)), asyncio.create_task(sink.run(stop))]
+        probes.ready = self.connected
+        self.tasks.append(asyncio.create_task(probes.beating(stop)))
 
     def connected(self) -> bool:
         return all(nc.is_connected for nc in self.connections) and not any(t.done() for t in self.tasks)
