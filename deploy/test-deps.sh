@@ -2,7 +2,9 @@
 # What the test suite needs beyond pip: systemd-python builds against libsystemd (pkg-config finds it), the
 # journald tests write real journal files with systemd-journal-remote, systemd-analyze (package systemd) judges
 # the units, the weekly report's HTML is rendered in headless chromium, and the JavaScript example (examples/js)
-# runs on Node with its locked npm packages. Debian/Ubuntu; installs only what is missing.
+# runs on Node with its locked npm packages, and the package prometheus: promtool judges every /metrics and the
+# shipped scrape config, and Prometheus itself scrapes a running stack with it. Debian/Ubuntu; installs only what is
+# missing.
 set -eu
 need=""
 for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote chromium; do
@@ -10,6 +12,7 @@ for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote chromium; do
 done
 command -v node >/dev/null 2>&1 || need="$need nodejs"
 command -v npm >/dev/null 2>&1 || need="$need npm"
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need="$need prometheus"
 if [ -n "$need" ]; then
     if command -v apt-get >/dev/null 2>&1; then
         sudo=""

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,6 +22,9 @@ from gpuctl.stage_options import RulesOptions, SinkOptions, UpOptions
 from gpuhealth import flags
 from producers.options import NOT_UP, AgentOptions
 
+if TYPE_CHECKING:
+    from gpuhealth import telemetry
+
 serve_app = typer.Typer(
     rich_markup_mode=None,  # click's plain help: typer's rich one shows <bool> after every flag
     help="Run one stage against a NATS server (what systemd units and Kubernetes start).",
@@ -28,11 +32,17 @@ serve_app = typer.Typer(
 )
 
 
-def metrics(listen: str | None) -> None:
-    if listen:
-        from gpuhealth import telemetry
+def metrics(listen: str | None) -> tuple[telemetry.Metrics, telemetry.Probes]:
+    """The stage's instruments, and its /metrics, /healthz and /readyz on ``listen``; the probes it keeps current."""
+    from prometheus_client import CollectorRegistry  # here: the commands that serve nothing stay quick to start
 
-        logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics", telemetry.serve(listen))
+    from gpuhealth import telemetry
+
+    measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
+    if listen:
+        address = telemetry.serve(listen, measured.registry, probes)
+        logging.getLogger("gpuhealth").info("Prometheus metrics on http://%s/metrics (/healthz, /readyz)", address)
+    return measured, probes
 
 
 def log_to_stderr(level: int = logging.INFO) -> None:
@@ -72,10 +82,10 @@ def serve_rules(o: RulesOptions) -> None:
     from gpuctl.stages import serve_rules as run
 
     log_to_stderr()
-    metrics(o.metrics_listen)
+    measured, probes = metrics(o.metrics_listen)
     ready = privsep.Ready(o.ready_fd)
     with ready.or_why():
-        code = asyncio.run(run(o, ready=ready))
+        code = asyncio.run(run(o, ready=ready, measured=measured, probes=probes))
     raise typer.Exit(code)
 
 
@@ -86,8 +96,8 @@ def serve_sink(o: SinkOptions) -> None:
     from gpuctl.stages import serve_sink as run
 
     log_to_stderr()
-    metrics(o.metrics_listen)
+    measured, probes = metrics(o.metrics_listen)
     ready = privsep.Ready(o.ready_fd)
     with ready.or_why():
-        code = asyncio.run(run(o, ready))
+        code = asyncio.run(run(o, ready, measured, probes))
     raise typer.Exit(code)

@@ -19,7 +19,7 @@ from producers.options import DATA_DIR_HELP
 class ServiceOptions:
     nats: str = flag("--nats", help="NATS URL", envvar="GPUHEALTH_NATS_URL", required=True, default="")
     metrics_listen: str | None = flag(
-        "--metrics-listen", help="serve Prometheus /metrics on HOST:PORT (e.g. 127.0.0.1:9464)"
+        "--metrics-listen", help="serve Prometheus /metrics, /healthz and /readyz on HOST:PORT (e.g. 127.0.0.1:9464)"
     )
     replicas: int = flag(
         "--replicas",
@@ -109,4 +109,9 @@ class UpOptions(RulesFileOptions, StoreOptions):
         "--service-user",
         help="up run as root runs the rules and the sink as this user "
         "(default: gpuhealth, where it exists; root: inside up, as root)",
+    )
+    metrics_listen: str | None = flag(
+        "--metrics-listen",
+        help="serve the rules' and the sink's /metrics, /healthz and /readyz on HOST:PORT (the agent's are on "
+        "its API); as root, the sink's on the next port",
     )

@@ -8,11 +8,12 @@ import contextlib
 import logging
 
 from nats.aio.client import Client as NATS
+from prometheus_client import CollectorRegistry
 
 from gpuctl import privsep
 from gpuctl.options import data_dir_of
 from gpuctl.stage_options import RulesOptions, SinkOptions
-from gpuhealth import bus, sd, sizing
+from gpuhealth import bus, sd, sizing, telemetry
 from gpuhealth.errors import ConfigError
 from rules import limits as limits_mod
 from rules.service import RulesService
@@ -47,24 +48,28 @@ def bounds(fleet: sizing.Fleet | None, replicas: int = 1) -> sizing.Limits:
     return lim
 
 
-async def serve_rules(o: RulesOptions, ready: privsep.Ready = NOT_ASKED) -> int:
+async def serve_rules(o: RulesOptions, ready: privsep.Ready = NOT_ASKED, measured: telemetry.Metrics | None = None,
+                      probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     limits = limits_mod.load(o.rules_file)  # a bad file fails here, before anything connects
     credentials = _become(o.as_user, RULES_MODULES)
     stop = bus.stop_on_signals()
     nc = await bus.connect(o.nats, f"gpuhealth-rules-{o.instance}of{o.instances}", credentials=credentials)
     js = nc.jetstream()
     await bus.provision(js, replicas=o.replicas, limits=bounds(o.fleet(), o.replicas))
-    service = RulesService(js, instance=o.instance, instances=o.instances, limits=limits)
+    service = RulesService(js, instance=o.instance, instances=o.instances, limits=limits, metrics=measured)
     await service.start()
+    probes = probes or telemetry.Probes()
+    probes.ready = lambda: nc.is_connected
     ready.say(ready=True)
     sd.ready(f"rules instance {o.instance} of {o.instances}")
-    await asyncio.gather(service.run(stop), sd.watchdog(stop))
+    await asyncio.gather(service.run(stop), sd.watchdog(stop), probes.beating(stop))
     sd.stopping()
     await bus.shutdown(nc)
     return 0
 
 
-async def serve_sink(o: SinkOptions, ready: privsep.Ready = NOT_ASKED) -> int:
+async def serve_sink(o: SinkOptions, ready: privsep.Ready = NOT_ASKED, measured: telemetry.Metrics | None = None,
+                     probes: telemetry.Probes | None = None) -> int:  # fmt: skip
     # a bad URL fails here, before anything connects
     dsn = o.clickhouse or chdb_dsn(data_dir_of(o.data_dir))
     store = Store(dsn, password_file=o.password_file, metrics_ttl_days=o.metrics_ttl_days)
@@ -79,8 +84,11 @@ async def serve_sink(o: SinkOptions, ready: privsep.Ready = NOT_ASKED) -> int:
         await store.run(store.connect)  # serving is with its store open (a unit's sink waits for a server)
         ready.say(ready=True)
     sd.ready(f"sink to {store.target.redacted()}")
+    probes = probes or telemetry.Probes()
+    probes.ready = lambda: nc.is_connected
     try:
-        await asyncio.gather(SinkService(nc, js, store).run(stop), sd.watchdog(stop))
+        sink = SinkService(nc, js, store, metrics=measured)
+        await asyncio.gather(sink.run(stop), sd.watchdog(stop), probes.beating(stop))
     finally:
         sd.stopping()
         await bus.shutdown(nc)
@@ -109,7 +117,11 @@ class Inside:
         self.store: Store | None = None
 
     async def start(self, url: str, creds: dict[str, dict[str, str] | None], store: Store, limits: limits_mod.Limits,
-                    here: sizing.Fleet, stop: asyncio.Event) -> None:  # fmt: skip
+                    here: sizing.Fleet, stop: asyncio.Event, metrics_listen: str | None) -> None:  # fmt: skip
+        measured, probes = telemetry.Metrics(CollectorRegistry()), telemetry.Probes()
+        if metrics_listen:  # one process, one registry: the rules' and the sink's series, by stage
+            address = telemetry.serve(metrics_listen, measured.registry, probes)
+            log.info("the rules' and the sink's metrics on http://%s/metrics (/healthz, /readyz)", address)
         self.store = store
         rules_nc = await bus.connect(url, "gpuhealth-up-rules", retry_for=30, credentials=creds["rules"])
         self.connections.append(rules_nc)
@@ -117,8 +129,14 @@ class Inside:
         self.connections.append(sink_nc)
         await bus.provision(rules_nc.jetstream(), limits=bounds(here))
         await store.run(store.connect)
-        self.tasks.append(asyncio.create_task(RulesService(rules_nc.jetstream(), limits=limits).run(stop)))
-        self.tasks.append(asyncio.create_task(SinkService(sink_nc, sink_nc.jetstream(), store).run(stop)))
+        rules = RulesService(rules_nc.jetstream(), limits=limits, metrics=measured)
+        sink = SinkService(sink_nc, sink_nc.jetstream(), store, metrics=measured)
+        self.tasks += [asyncio.create_task(rules.run(stop)), asyncio.create_task(sink.run(stop))]
+        probes.ready = self.connected
+        self.tasks.append(asyncio.create_task(probes.beating(stop)))
+
+    def connected(self) -> bool:
+        return all(nc.is_connected for nc in self.connections) and not any(t.done() for t in self.tasks)
 
     async def stop(self) -> None:
         for t in self.tasks:

@@ -49,6 +49,9 @@ def stage_argv(stage: str, url: str, o: UpOptions, data_dir: Path, user: privsep
     """``gpuctl serve rules|sink`` as up's child: root until it has read its inputs, then ``user``."""
     fleet: dict[str, Any] = {"nats": url, "as_user": user.name, "fleet_nodes": 1, "fleet_gpus": here.gpus_per_node,
              "fleet_poll": here.poll_interval_s}  # fmt: skip
+    if o.metrics_listen:  # one flag, two processes: the rules on its port, the sink on the next (port 0: any)
+        host, _, port = o.metrics_listen.rpartition(":")
+        fleet["metrics_listen"] = f"{host}:{int(port) + (1 if stage == 'sink' and int(port) else 0)}"
     opts: RulesOptions | SinkOptions
     if stage == "rules":
         opts = RulesOptions(rules_file=o.rules_file, **fleet)
@@ -138,8 +141,8 @@ class Stack:
                            limits: limits_mod.Limits, dsn: str) -> None:  # fmt: skip
         if user is None:
             store = Store(dsn, password_file=o.password_file, metrics_ttl_days=o.metrics_ttl_days)
-            await bus.unless_stopped(self.inside.start(url, self.creds, store, limits, here, self.stop_event),
-                                     self.stop_event)  # fmt: skip
+            started = self.inside.start(url, self.creds, store, limits, here, self.stop_event, o.metrics_listen)
+            await bus.unless_stopped(started, self.stop_event)
             return
         if o.clickhouse is None:
             privsep.give_store(self.data_dir, Path(target_mod.parse(dsn).path), user, self.gid)

@@ -25,7 +25,7 @@ import signal
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import nats
 import nats.errors
@@ -41,10 +41,13 @@ from nats.js.api import (
     SubjectTransform,
 )
 
-from gpuhealth import jetstream, sizing, subjects, telemetry
+from gpuhealth import jetstream, sizing, subjects
 from gpuhealth.backoff import Backoff
 from gpuhealth.errors import ConfigError
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from gpuhealth.telemetry import Metrics
 
 T = TypeVar("T")
 log = logging.getLogger("gpuhealth.bus")
@@ -275,30 +278,35 @@ def kv_put(bucket: str, key: str, value: bytes) -> Message:
     return f"$KV.{bucket}.{key}", value, None
 
 
-async def publish_messages(js: JetStreamContext, messages: Iterable[Message], *, timeout: float = 10.0) -> None:
+async def publish_messages(
+    js: JetStreamContext, messages: Iterable[Message], *, timeout: float = 10.0, metrics: Metrics | None = None
+) -> None:
     """Publish every message at once and wait until JetStream acknowledged all: one round trip
     for any mix of stream messages and KV puts.
 
     Raises TimeoutError or a NATS error when any is not acknowledged; the caller
-    retries the whole batch, which the ids make harmless."""
-    with telemetry.PUBLISH_SECONDS.time():
+    retries the whole batch, which the ids make harmless; timed in ``metrics`` when given."""
+    with metrics.publish_seconds.time() if metrics else contextlib.nullcontext():
         await jetstream.publish_all(jetstream.connection_of(js), messages, timeout)
 
 
-async def publish_batch(js: JetStreamContext, items: Sequence[Item], *, timeout: float = 5.0) -> None:
+async def publish_batch(
+    js: JetStreamContext, items: Sequence[Item], *, timeout: float = 5.0, metrics: Metrics | None = None
+) -> None:
     """Publish (subject, id, payload) items with ``Nats-Msg-Id`` = id; see publish_messages."""
-    await publish_messages(js, (with_id(*item) for item in items), timeout=timeout)
+    await publish_messages(js, (with_id(*item) for item in items), timeout=timeout, metrics=metrics)
 
 
 async def publish_until_acked(
     publish: Callable[[list[Item]], Awaitable[None]], items: list[Item], stop: asyncio.Event | None = None,
-    *, what: str = "publish",
+    *, what: str = "publish", metrics: Metrics | None = None,
 ) -> bool:  # fmt: skip
     """Retry (with back-off) until JetStream acknowledged every item; False if ``stop`` came first.
 
     Retrying is safe: the ids make a repeat a no-op. A producer holds its source
     meanwhile, so an outage costs latency, never data. A stream with no room (StoreFullError) is
-    logged once as an error and shown in ``gpuhealth_stream_full`` until it takes messages again."""
+    logged once as an error and shown in ``metrics`` (``gpuhealth_stream_full``, ``no_room``) until it takes
+    messages again."""
     delays = Backoff(first=0.1, cap=5.0)
     full: list[str] = []
     while items:
@@ -313,16 +321,18 @@ async def publish_until_acked(
             for stream in e.streams or ["unknown"]:
                 if stream not in full:
                     full.append(stream)
-                telemetry.STREAM_FULL.labels(stream).set(1)
-                telemetry.NO_ROOM[stream] = f"{len(items)} messages held and retried by {what}: {e}"
-                telemetry.PUBLISH_REFUSED.labels(stream).inc(len(items))
+                if metrics is not None:
+                    metrics.stream_full.labels(stream).set(1)
+                    metrics.no_room[stream] = f"{len(items)} messages held and retried by {what}: {e}"
+                    metrics.publish_refused.labels(stream).inc(len(items))
             log.warning("%s: still no room in %s; retrying in %.1fs", what, ", ".join(full), delays.delay)
         except Exception as e:
             log.warning("%s: %d messages not acknowledged (%s); retrying in %.1fs", what, len(items), e, delays.delay)
         else:
             for stream in full:
-                telemetry.STREAM_FULL.labels(stream).set(0)
-                telemetry.NO_ROOM.pop(stream, None)
+                if metrics is not None:
+                    metrics.stream_full.labels(stream).set(0)
+                    metrics.no_room.pop(stream, None)
                 log.warning("%s: %s took messages again", what, stream)
             return True
         await delays.wait(stop)

@@ -22,12 +22,14 @@ import nats.js.errors
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from prometheus_client import CollectorRegistry
 
-from gpuhealth import subjects, telemetry
+from gpuhealth import subjects
 from gpuhealth.backoff import Backoff
 from gpuhealth.bus import Stopped, publish_batch, unless_stopped
 from gpuhealth.events import SCHEMA_HEADER, SCHEMA_VERSION, DeadLetter, derived_id, encode, now_ns
 from gpuhealth.jetstream import ConsumerGone, Puller, StoreFullError, StreamUnavailableError, connection_of
+from gpuhealth.telemetry import Metrics
 
 # An idle consumer's long poll: a message ends it at once, so this is no latency, only how often an idle stage
 # asks (each ask costs it and nats-server a little CPU: at 0.5 s, about 14 millicores for up's rules and sink).
@@ -94,8 +96,11 @@ class Consumer(Generic[T]):
         outage: Callable[[BaseException], bool] = is_outage,
         poison_tries: int = 3,
         in_order: Callable[[list[T], list[int]], Awaitable[None]] | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.js = js
+        # The stage's instruments (its process serves their registry); none given: counted where no one reads.
+        self.metrics = metrics or Metrics(CollectorRegistry())
         self.stream = stream
         self.durable = durable
         self.filter_subject = filter_subject
@@ -168,7 +173,7 @@ class Consumer(Generic[T]):
                     with contextlib.suppress(nats.errors.Error):
                         await m.nak()
                 return
-            telemetry.MESSAGES.labels(self.stage, self.stream).inc(len(msgs))
+            self.metrics.messages.labels(self.stage, self.stream).inc(len(msgs))
             for m in msgs:
                 await _ack(m)
 
@@ -270,7 +275,7 @@ class Consumer(Generic[T]):
 
     async def dead_letter(self, m: Msg, reason: str) -> None:
         self.dead_lettered += 1
-        telemetry.DEAD_LETTERS.labels(self.stage).inc()
+        self.metrics.dead_letters.labels(self.stage).inc()
         seq = m.metadata.sequence.stream if m.reply else 0
         # The message's place in its stream makes the letter: a redelivered message dead-lettered again
         # is the same letter (same id and time), which JetStream and the sink store once.
@@ -289,7 +294,9 @@ class Consumer(Generic[T]):
         delays = Backoff(first=0.5, cap=5.0)
         while True:
             try:
-                await publish_batch(self.js, [(subject, f"{self.stage}:{self.stream}:{seq}", encode(letter))])
+                await publish_batch(
+                    self.js, [(subject, f"{self.stage}:{self.stream}:{seq}", encode(letter))], metrics=self.metrics
+                )
                 return
             except (TimeoutError, nats.errors.Error) as e:
                 log.warning("%s: dead-letter publish failed (%s); retrying in %.1fs", self.stage, e, delays.delay)
@@ -310,7 +317,7 @@ class Consumer(Generic[T]):
             error = await self._attempt(part)
             if error is None:
                 return True
-            telemetry.RETRIES.labels(self.stage).inc()
+            self.metrics.retries.labels(self.stage).inc()
             away = self.outage(error)
             if away:
                 failed = 0  # not the messages' fault: hold them all, for as long as it takes
@@ -345,7 +352,7 @@ class Consumer(Generic[T]):
     async def _attempt(self, part: list[tuple[Msg, T]]) -> Exception | None:
         items = [item for _, item in part]
         try:
-            with telemetry.BATCH_SECONDS.labels(self.stage).time():
+            with self.metrics.batch_seconds.labels(self.stage).time():
                 if self.in_order is None:
                     await self.handle(items)
                 else:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import Gauge
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, flags, natsconf, sd, subjects, telemetry
 from gpuhealth.backoff import Backoff
@@ -90,7 +90,8 @@ class Agent:
         except OSError as e:  # read-only, full: the agent runs and publishes; its own states say what it cannot keep
             log.error("cannot create %s: %s", self.state_dir, e)
         self.specs = check_spec.load_files(check_files(args))  # a bad file stops the agent here, with its reason
-        self.view = api_mod.View(identity, registry=telemetry.REGISTRY,  # with the bus's own metrics
+        self.metrics = telemetry.Metrics(CollectorRegistry())  # the agent's own, served with the API's at /metrics
+        self.view = api_mod.View(identity, registry=self.metrics.registry, no_room=self.metrics.no_room,
                                  host=machine.host_facts(args.proc_root),
                                  plugins=[s.gpud_spec() for s in self.specs])  # fmt: skip
         # Everything goes through the outbox: on disk before a producer moves on, sent when the bus takes it.
@@ -113,7 +114,7 @@ class Agent:
     def make_producers(self) -> list[Producer]:
         args, identity, state_dir = self.args, self.identity, self.state_dir
         self.kernel_log = KernelLogProducer(kernel_log_source(args, identity), identity, state_dir, self.publish)
-        gauges(self.kernel_log, self.outbox)
+        gauges(self.metrics, self.kernel_log, self.outbox)
         module, load_error = nvml_module(args, identity)
         self.nvml = NvmlProducer(module, identity, args.sysfs_root, self.publish, load_error=load_error,
                                  poll_interval=args.nvml_poll_interval)  # fmt: skip
@@ -182,7 +183,7 @@ class Agent:
             await injections.serve_nvml(nc, identity, self.nvml, args.allow_inject, self.replaced)
             await checks.serve_requests(nc, identity, self.runner)
             self.connected.set()
-            await self.outbox.run_connected(js, self.sent_all)
+            await self.outbox.run_connected(js, self.sent_all, self.metrics)
         finally:
             await bus.shutdown(nc)
 
@@ -219,25 +220,25 @@ async def run(args: AgentOptions) -> int:
     return await Agent(args).run()
 
 
-def gauges(kernel_log: KernelLogProducer, outbox: Outbox) -> None:
+def gauges(metrics: telemetry.Metrics, kernel_log: KernelLogProducer, outbox: Outbox) -> None:
     """The agent's own figures on /metrics, read when scraped."""
-    for name, doc, read in (
+    metrics.registry.register(telemetry.Readings(counters=[
         ("gpuhealth_agent_kernel_lines", "fault lines in published events", lambda: kernel_log.lines_published),
         ("gpuhealth_agent_kernel_events", "kernel events published", lambda: kernel_log.events_published),
         ("gpuhealth_agent_kmsg_lost", "records the kernel overwrote before they were read",
          lambda: getattr(kernel_log.source, "lost", 0)),
         ("gpuhealth_agent_kmsg_rewrites", "times a kmsg file was replaced or rewritten and read again from its start",
          lambda: getattr(kernel_log.source, "rewrites", 0)),
-        ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
-        ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
-        ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
-        ("gpuhealth_agent_spool_full", "1 while the spool refuses new records", lambda: outbox.spool.full),
         ("gpuhealth_agent_spool_refused", "records the full spool refused", lambda: outbox.spool.refused),
         ("gpuhealth_agent_spool_torn", "segments cut at a torn record at start", lambda: outbox.spool.torn),
         ("gpuhealth_agent_metrics_dropped", "metric batches dropped while the bus was away",
          lambda: outbox.metrics_dropped),
-    ):  # fmt: skip
-        Gauge(name, doc, registry=telemetry.REGISTRY).set_function(read)
+    ], gauges=[
+        ("gpuhealth_agent_bus_available", "1 while JetStream takes what the agent sends", lambda: outbox.bus_ok),
+        ("gpuhealth_agent_spool_bytes", "bytes waiting in the spool for the bus", lambda: outbox.spool.bytes),
+        ("gpuhealth_agent_spool_records", "records waiting in the spool", lambda: outbox.spool.records),
+        ("gpuhealth_agent_spool_full", "1 while the spool refuses new records", lambda: outbox.spool.full),
+    ]))  # fmt: skip
 
 
 async def stop_bus_side(outbox: Outbox, bus_task: asyncio.Task[None], sent_all: asyncio.Event,

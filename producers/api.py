@@ -26,12 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter
 
-from gpuhealth import telemetry
 from gpuhealth.config import NodeIdentity
-from gpuhealth.events import HEALTH_ORDER, CheckResult, Event, HealthState, Inventory, MetricBatch
-from producers import gpud_detail, gpud_events, gpud_metrics, machine
+from gpuhealth.events import CheckResult, Event, HealthState, Inventory, KernelEvent, MetricBatch, NvmlEvent
+from producers import exposition, gpud_detail, gpud_events, gpud_metrics, machine
 from producers.api_http import Limits
 from producers.api_routes import Handler
 from producers.api_server import Server
@@ -76,8 +75,10 @@ class View:
     events: collections.deque[Event] = field(default_factory=lambda: collections.deque(maxlen=RECENT_EVENTS))
     metrics: dict[str, MetricBatch] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's: telemetry.REGISTRY
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)  # the agent's (gpuhealth.telemetry)
+    no_room: dict[str, str] = field(default_factory=dict)  # streams refusing the agent's writes: telemetry.Metrics
     host: dict[str, Any] = field(default_factory=dict)  # machine.host_facts, read once at the start
+    last_xid: dict[str, int] = field(default_factory=dict)  # GPU UUID or DCGM's PCI id → its last Xid
     history: gpud_metrics.History = field(default_factory=gpud_metrics.History)  # GPUd's /v1/metrics
     plugins: list[dict[str, Any]] = field(default_factory=list)  # the custom checks' specs, GPUd's plugin format
 
@@ -87,14 +88,16 @@ class View:
                                  registry=r)  # fmt: skip
         self.metric_batches = Counter("gpuhealth_agent_metric_batches_published", "metric batches published",
                                       registry=r)  # fmt: skip
-        self.health = Gauge("gpuhealth_health", "0 Healthy, 1 Degraded, 2 Unhealthy, 3 Unknown",
-                            ["component", "entity", "gpu_uuid"], registry=r)  # fmt: skip
-        self.gpu_value = Gauge("gpuhealth_gpu_metric", "the latest value NVML gave for a GPU",
-                               ["gpu_uuid", "pci_bus_id", "name"], registry=r)  # fmt: skip
+        r.register(exposition.HealthCollector(self))
 
     def published_event(self, ev: Event) -> None:
         with self.lock:
             self.events.append(ev)
+            if isinstance(ev, KernelEvent | NvmlEvent) and ev.kind == "xid" and ev.xid is not None:
+                # dcgm-exporter's DCGM_FI_DEV_XID_ERRORS: the last Xid of each GPU (NVML names it by UUID)
+                uuid = ev.gpu_uuid if isinstance(ev, NvmlEvent) else None
+                if uuid or ev.pci_bus_id:
+                    self.last_xid[uuid or exposition.dcgm_pci(ev.pci_bus_id or "")] = ev.xid
         self.published.labels(ev.source).inc()
 
     def published_metrics(self, b: MetricBatch) -> None:
@@ -102,14 +105,10 @@ class View:
             self.metrics[b.entity] = b
             self.history.record(b, self._samples)
         self.metric_batches.inc()
-        if b.gpu_uuid:
-            for name, value in b.values.items():
-                self.gpu_value.labels(b.gpu_uuid, b.pci_bus_id or "", name).set(value)
 
     def health_changed(self, h: HealthState) -> None:
         with self.lock:
             self.states[(h.component, h.entity)] = h
-        self.health.labels(h.component, h.entity, h.gpu_uuid or "").set(HEALTH_ORDER[h.health])
 
     # ---------------------------------------------------------------- GPUd's shapes
 
@@ -128,7 +127,7 @@ class View:
                                       "repair_actions": actions},
             })  # fmt: skip
         if not components or AGENT_COMPONENT in components:
-            for stream, why in sorted(telemetry.NO_ROOM.items()):  # the bus refusing writes: Degraded, with why
+            for stream, why in sorted(self.no_room.items()):  # the bus refusing writes: Degraded, with why
                 grouped.setdefault(AGENT_COMPONENT, []).append(
                     gpud_detail.state(AGENT_COMPONENT, "Degraded", f"JetStream has no room in {stream}: {why}", stream)
                 )

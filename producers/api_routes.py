@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import generate_latest
 
 from gpuhealth.events import CheckResult
-from producers import gpud_detail, gpud_metrics, gpud_wire
+from producers import exposition, gpud_detail, gpud_metrics, gpud_wire
 from producers.api_auth import check_bearer
 from producers.api_doc import COMPONENT_LIST, INJECT_PRIORITIES, OPENAPI, OWN_MACHINE_INFO, OWN_METRICS
 from producers.api_http import ClientError, GuardedHandler
@@ -155,7 +155,8 @@ class Handler(GuardedHandler):
             # GPUd's client compares these bytes
             self.respond(200, {"status": "ok", "version": "v1"}, gpud_wire.JSON_TYPE)
         elif path == "/metrics":
-            self.respond(200, generate_latest(view.registry), "text/plain; version=0.0.4; charset=utf-8")
+            text = generate_latest(view.registry) + exposition.dcgm_text(view).encode()
+            self.respond(200, text, "text/plain; version=0.0.4; charset=utf-8")
         elif path in ("/machine-info", OWN_MACHINE_INFO, OWN_METRICS, "/openapi.json", "/v1/plugins"):
             self.answer({"/machine-info": view.machine_info, OWN_MACHINE_INFO: view.own_machine_info,
                          OWN_METRICS: view.own_metrics_json, "/openapi.json": lambda: OPENAPI,

@@ -24,6 +24,7 @@ from producers.nvml_names import (
     NVML_AGGREGATE_ECC,
     NVML_CLOCK_GRAPHICS,
     NVML_CLOCK_MEM,
+    NVML_CLOCK_SM,
     NVML_ERROR_GPU_IS_LOST,
     NVML_ERROR_INVALID_ARGUMENT,
     NVML_ERROR_NOT_SUPPORTED,
@@ -69,7 +70,12 @@ class FakeGpu:
     util_memory: int = 0
     memory_total: int = 81_559_420_928
     memory_used: int = 555_745_280
-    clocks_mhz: dict[int, int] = field(default_factory=lambda: {NVML_CLOCK_GRAPHICS: 345, NVML_CLOCK_MEM: 2619})  # idle
+    clocks_mhz: dict[int, int] = field(  # idle
+        default_factory=lambda: {NVML_CLOCK_GRAPHICS: 345, NVML_CLOCK_SM: 345, NVML_CLOCK_MEM: 2619}
+    )
+    energy_mj: int = 0  # since the driver loaded: the power drawn since nvmlInit added on every read
+    encoder_util: int = 0
+    decoder_util: int = 0
     ecc: dict[tuple[int, int], int] = field(default_factory=dict)  # (error type, counter type) → count
     retired: dict[int, int] = field(default_factory=dict)  # cause → pages
     retired_pending: int = NVML_FEATURE_DISABLED
@@ -112,6 +118,7 @@ class FakeNvml:
         self.init_error = init_error
         self.driver = driver
         self.initialized = False
+        self.init_at = time.monotonic()
         self.hangs: dict[str, float] = {}  # function name → seconds it blocks
         self._events: queue.Queue[SimpleNamespace] = queue.Queue()
         self._lock = threading.Lock()
@@ -184,6 +191,7 @@ class FakeNvml:
         if self.init_error is not None:
             raise NVMLError(self.init_error)
         self.initialized = True
+        self.init_at = time.monotonic()
 
     def nvmlShutdown(self) -> None:
         self._call("nvmlShutdown")
@@ -260,6 +268,16 @@ class FakeNvml:
 
     def nvmlDeviceGetClockInfo(self, handle: Any, clock_type: int) -> int:
         return self._gpu("nvmlDeviceGetClockInfo", handle).clocks_mhz[clock_type]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: Any) -> int:
+        g = self._gpu("nvmlDeviceGetTotalEnergyConsumption", handle)
+        return g.energy_mj + int(g.power_mw * (time.monotonic() - self.init_at))  # mW x s = mJ
+
+    def nvmlDeviceGetEncoderUtilization(self, handle: Any) -> list[int]:
+        return [self._gpu("nvmlDeviceGetEncoderUtilization", handle).encoder_util, 167_000]  # [%, sampling us]
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: Any) -> list[int]:
+        return [self._gpu("nvmlDeviceGetDecoderUtilization", handle).decoder_util, 167_000]
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: Any) -> int:
         return self._gpu("nvmlDeviceGetEnforcedPowerLimit", handle).power_limit_mw

@@ -88,9 +88,14 @@ def _thermal_and_power(s: _Sampler) -> None:
     s.get("temperature_shutdown_c", "nvmlDeviceGetTemperatureThreshold", n.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
     s.get("power_w", "nvmlDeviceGetPowerUsage", scale=1e-3)
     s.get("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", scale=1e-3)
+    s.get("energy_mj", "nvmlDeviceGetTotalEnergyConsumption")  # since the driver loaded
     if util := s.read("util", "nvmlDeviceGetUtilizationRates"):
         s.put("util_gpu_pct", util.gpu)
         s.put("util_memory_pct", util.memory)
+    for key, call in (("util_encoder_pct", "nvmlDeviceGetEncoderUtilization"),
+                      ("util_decoder_pct", "nvmlDeviceGetDecoderUtilization")):  # fmt: skip
+        if sampled := s.read(key, call):  # [percent, sampling period in us]
+            s.put(key, sampled[0])
 
 
 def _memory_and_ecc(s: _Sampler) -> None:
@@ -116,6 +121,7 @@ def _memory_and_ecc(s: _Sampler) -> None:
 def _clocks(s: _Sampler) -> None:
     n = s.n
     s.get("clock_graphics_mhz", "nvmlDeviceGetClockInfo", n.NVML_CLOCK_GRAPHICS)
+    s.get("clock_sm_mhz", "nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM)
     s.get("clock_memory_mhz", "nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM)
     reasons = s.read("clock_event_reasons", "nvmlDeviceGetCurrentClocksEventReasons")
     if reasons is None:

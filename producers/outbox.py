@@ -25,6 +25,7 @@ from typing import Any
 from gpuhealth import bus
 from gpuhealth.config import NodeIdentity
 from gpuhealth.events import Health, HealthState, new_id, now_ns
+from gpuhealth.telemetry import Metrics
 from producers.api import AGENT_COMPONENT, View
 from producers.spool import Item, Spool, SpoolFull
 
@@ -171,8 +172,8 @@ class Outbox:
             with contextlib.suppress(SpoolFull):
                 self._persist([])
 
-    async def run_connected(self, js: Any, stop: asyncio.Event) -> None:
-        await self.run(lambda items: bus.publish_batch(js, items), stop)
+    async def run_connected(self, js: Any, stop: asyncio.Event, metrics: Metrics | None = None) -> None:
+        await self.run(lambda items: bus.publish_batch(js, items, metrics=metrics), stop)
 
 
 async def _first(*waits: Awaitable[Any]) -> None:

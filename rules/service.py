@@ -42,6 +42,7 @@ from gpuhealth.events import (
     derived_id,
     encode,
 )
+from gpuhealth.telemetry import Metrics
 from rules import catalog as catalog_mod
 from rules.engine import apply_all, apply_inventory, has_pending, pending_incidents
 from rules.limits import Limits
@@ -71,8 +72,10 @@ class RulesService:
         instances: int = 1,
         limits: Limits | None = None,
         batch: int = 1000,
+        metrics: Metrics | None = None,
     ) -> None:
         self.js = js
+        self.metrics = metrics  # its process's instruments (gpuhealth/telemetry.py)
         self.batch = batch
         self.instance, self.instances = instance, instances
         self.partitions = subjects.partitions_of(instance, instances)  # validates the pair
@@ -165,12 +168,14 @@ class RulesService:
         latest = {subjects.health_key(h.node, h.component, h.entity): h for h in outputs}
         messages += [bus.kv_put(subjects.KV_HEALTH, k, encode(h)) for k, h in latest.items()]
         if messages:
-            await bus.publish_messages(self.js, messages)
+            await bus.publish_messages(self.js, messages, metrics=self.metrics)
         # Only once every output is stored: the states that say these events were applied. Saved with
         # the outputs, a partial failure could store the state and lose the outputs (the retry would
         # find the events applied); and a large node state is encoded after its change went out.
         await bus.publish_messages(
-            self.js, [bus.kv_put(subjects.KV_RULES, subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()]
+            self.js,
+            [bus.kv_put(subjects.KV_RULES, subjects.kv_escape(n), encode_state(s)) for n, s in touched.items()],
+            metrics=self.metrics,
         )
         self.incidents_published += len(incidents)
         self.states_published += len(outputs)
@@ -184,7 +189,7 @@ class RulesService:
             states = {n: s for n in growing if (s := await self._node(n)) is not None}
             try:
                 incidents = [i for s in states.values() for i in pending_incidents(s)]
-                await bus.publish_messages(self.js, [_incident_message(i) for i in incidents])
+                await bus.publish_messages(self.js, [_incident_message(i) for i in incidents], metrics=self.metrics)
                 self.incidents_published += len(incidents)
             except BaseException:
                 for n in states:  # marked published in memory only: reload, and try again next time
@@ -242,6 +247,7 @@ class RulesService:
                 batch=self.batch,
                 start_seq=start_seq,
                 in_order=in_order,
+                metrics=self.metrics,
             )
 
         if self.instances == 1:

@@ -45,6 +45,7 @@ from gpuhealth.events import (
     Inventory,
     MetricBatch,
 )
+from gpuhealth.telemetry import Metrics
 from sinks import target as target_mod
 from sinks.reads import Reads
 from sinks.rows import (
@@ -292,7 +293,9 @@ METRICS_LINGER_S = 30.0
 
 class SinkService:
     def __init__(self, nc: NATS, js: JetStreamContext, store: Store, *, durable: str = "sink", batch: int = 2000,
-                 linger_s: float = 1.0, metrics_linger_s: float = METRICS_LINGER_S) -> None:  # fmt: skip
+                 linger_s: float = 1.0, metrics_linger_s: float = METRICS_LINGER_S,
+                 metrics: Metrics | None = None) -> None:  # fmt: skip
+        self.metrics = metrics  # its process's instruments (gpuhealth/telemetry.py)
         # Inserts of up to `batch` messages, at most `linger_s` after the first of them arrived:
         # ClickHouse wants a few large inserts a second per table, not one per message.
         self.batch, self.linger_s, self.metrics_linger_s = batch, linger_s, metrics_linger_s
@@ -392,6 +395,7 @@ class SinkService:
                 batch=self.batch,
                 linger_s=linger_s,
                 outage=store_away,
+                metrics=self.metrics,
             )
             for spec, decoder, handle, stage, linger_s in wiring
         ]

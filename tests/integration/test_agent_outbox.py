@@ -189,7 +189,7 @@ async def test_a_full_spool_refuses_new_records_and_says_so(tmp_path: Path) -> N
         refused = codes.count(503)
         health, reason = agent.own_states()["spool"]
         assert health == "Degraded" and reason.startswith("spool full") and f"{refused} refused" in reason
-        assert f"gpuhealth_agent_spool_refused {float(refused)}" in agent.text("/metrics")
+        assert f"gpuhealth_agent_spool_refused_total {float(refused)}" in agent.text("/metrics")
     finally:
         agent.stop()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.api import DiscardPolicy, KeyValueConfig, StorageType, StreamConfig, SubjectTransform
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, sizing, subjects, telemetry
 from gpuhealth.config import NodeIdentity
@@ -22,8 +23,12 @@ from producers.api import AGENT_COMPONENT, View
 FLEET = sizing.limits(sizing.Fleet(nodes=20))
 
 
+# The publisher's instruments, handed to it as a stage hands its own (the agent's API shows their no_room).
+MEASURED = telemetry.Metrics(CollectorRegistry())
+
+
 def full(stream: str) -> float | None:
-    return telemetry.REGISTRY.get_sample_value("gpuhealth_stream_full", {"stream": stream})
+    return MEASURED.registry.get_sample_value("gpuhealth_stream_full", {"stream": stream})
 
 
 def tiny(stream: str, max_bytes: int, lim: sizing.Limits = FLEET) -> sizing.Limits:
@@ -141,13 +146,15 @@ async def test_a_full_event_stream_refuses_says_which_and_resumes_when_the_bound
 
     # A producer keeps retrying (as the agent does) while the operator raises the bound.
     retrying = asyncio.create_task(
-        bus.publish_until_acked(lambda items: bus.publish_batch(js, items), [(subject, "late", b"x" * 500)])
+        bus.publish_until_acked(
+            lambda items: bus.publish_batch(js, items), [(subject, "late", b"x" * 500)], metrics=MEASURED
+        )
     )
     await asyncio.sleep(0.5)
     assert not retrying.done()
     assert full("GPUHEALTH_EVENTS") == 1.0  # shown where the process's metrics are served
     # and in the agent's own health (its API's /v1/states), with the server's words and how many wait
-    [bus_state] = View(identity).states_json({AGENT_COMPONENT})
+    [bus_state] = View(identity, no_room=MEASURED.no_room).states_json({AGENT_COMPONENT})
     [degraded] = bus_state["states"]
     assert (degraded["name"], degraded["health"]) == ("GPUHEALTH_EVENTS", "Degraded")
     assert "1 messages held" in degraded["reason"] and "maximum bytes exceeded" in degraded["reason"]

@@ -158,10 +158,18 @@ def test_machine_info_in_gpuds_shape(server: tuple[str, Recorder]) -> None:
 def test_prometheus_text(server: tuple[str, Recorder]) -> None:
     base, _ = server
     families = {f.name: f for f in text_string_to_metric_families(get(base, "/metrics"))}
-    [health] = families["gpuhealth_health"].samples
-    assert health.value == 2 and health.labels["component"] == "accelerator-nvidia-error-xid"
+    health = {(s.labels["node"], s.labels["component"], s.labels["entity"]): s.value
+              for s in families["gpuhealth_health"].samples}  # fmt: skip
+    assert health[("gpu-07", "accelerator-nvidia-error-xid", "0000:18:00.0")] == 2
+    # GPUd's detail components, Healthy, have their series too: one per state the API shows
+    assert health[("gpu-07", "accelerator-nvidia-temperature", "accelerator-nvidia-temperature")] == 0
+    assert len(health) == sum(len(c["states"]) for c in get(base, "/v1/states"))
     assert families["gpuhealth_agent_events_published"].samples[0].value == 1
-    assert {s.labels["name"] for s in families["gpuhealth_gpu_metric"].samples} == {"temperature_gpu_c", "power_w"}
+    # NVML's values under dcgm-exporter's names, units and labels
+    gpu = {"gpu": "0", "UUID": "GPU-1", "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
+           "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "gpu-07", "DCGM_FI_DRIVER_VERSION": "550.90.07"}  # fmt: skip
+    assert [(s.labels, s.value) for s in families["DCGM_FI_DEV_GPU_TEMP"].samples] == [(gpu, 61.0)]
+    assert [(s.labels, s.value) for s in families["DCGM_FI_DEV_POWER_USAGE"].samples] == [(gpu, 612.5)]
 
 
 def test_inject_and_set_healthy(server: tuple[str, Recorder]) -> None:

@@ -24,7 +24,7 @@ AGENT_FLAGS = {
 # up starts its own server (or is given one with a --nats of its own), always accepts inject-fault, and says the
 # rest of the stack's options.
 UP_OWN = {"--nats", "--nats-port", "--clickhouse", "--clickhouse-password-file", "--metrics-ttl-days", "--rules",
-          "--service-user"}  # fmt: skip
+          "--service-user", "--metrics-listen"}  # fmt: skip
 
 
 def click_command(*path: str) -> Any:

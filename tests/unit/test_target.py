@@ -17,7 +17,11 @@ from sinks.target import parse
 def test_chdb_and_server_urls() -> None:
     t = parse("chdb:///var/lib/gpuhealth/clickhouse", env={})
     assert (t.kind, t.path, t.database) == ("chdb", "/var/lib/gpuhealth/clickhouse", "gpuhealth")
-    assert t.client_kwargs() == {"dsn": "chdb:///var/lib/gpuhealth/clickhouse"}
+    # The engine's own settings go with every handle: the first one opened starts the engine with them.
+    assert t.client_kwargs() == {
+        "dsn": "chdb:///var/lib/gpuhealth/clickhouse",
+        "chdb_options": {"memory_worker_period_ms": "1000"},
+    }
     s = parse("https://ingest@ch.example.net/fleet", env={})
     assert (s.host, s.port, s.secure, s.username, s.database) == ("ch.example.net", 8443, True, "ingest", "fleet")
     h = parse("http://10.0.0.5", env={})
