@@ -223,7 +223,9 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show
 
 @app.command("schema")
 def print_schema(
-    family: Annotated[str, typer.Argument(help="event | metric | inventory | health | incident | dlq")] = "event",
+    family: Annotated[
+        str, typer.Argument(help="event | metric | inventory | health | incident | dlq | decision")
+    ] = "event",
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
     directory: Annotated[Path | None, typer.Option(
         "--dir", help="write every family's schema into DIR as <family>.schema.json")] = None,

@@ -32,6 +32,7 @@ from gpuhealth import subjects
 from gpuhealth.consumer import Consumer, is_outage
 from gpuhealth.errors import QueryError, QueryRefused
 from gpuhealth.events import (
+    DECISION_DECODER,
     DLQ_DECODER,
     EVENT_DECODER,
     HEALTH_DECODER,
@@ -39,6 +40,7 @@ from gpuhealth.events import (
     INVENTORY_DECODER,
     METRIC_DECODER,
     DeadLetter,
+    Decision,
     Event,
     HealthState,
     Incident,
@@ -48,6 +50,7 @@ from gpuhealth.events import (
 from sinks import target as target_mod
 from sinks.reads import Reads
 from sinks.rows import (
+    DECISION_COLUMNS,
     DLQ_COLUMNS,
     EVENT_COLUMNS,
     HEALTH_COLUMNS,
@@ -55,6 +58,7 @@ from sinks.rows import (
     INVENTORY_COLUMNS,
     PROCESS_COLUMNS,
     MetricIn,
+    decision_row,
     dlq_row,
     event_row,
     health_row,
@@ -336,6 +340,11 @@ class SinkService:
             self.store.insert_new, "dead_letters", DLQ_COLUMNS, [dlq_row(d) for d in letters]
         )
 
+    async def handle_decisions(self, decisions: list[Decision]) -> None:
+        self.rows_written += await self.store.run(
+            self.store.insert_new, "responder_decisions", DECISION_COLUMNS, [decision_row(d) for d in decisions]
+        )
+
     async def take_query(self, msg: Msg) -> None:
         """The subscription's callback. nats-py awaits its callbacks one at a time, so each query is
         answered in a task of its own: a long query does not hold up the next asker (sinks/reads.py
@@ -374,6 +383,7 @@ class SinkService:
             (subjects.METRICS, METRIC_DECODER, self.handle_metrics, "sink"),
             (subjects.INVENTORY, INVENTORY_DECODER, self.handle_inventory, "sink"),
             (subjects.DLQ, DLQ_DECODER, self.handle_dlq, "sink-dlq"),  # its own stage: a bad letter is not re-lettered
+            (subjects.DECISIONS, DECISION_DECODER, self.handle_decisions, "sink"),
         ]
         consumers = [
             Consumer(

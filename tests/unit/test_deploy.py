@@ -505,9 +505,9 @@ def test_nats_config_sizes_the_streams_and_each_servers_store_for_its_nodes(tmp_
         "GPUHEALTH_METRICS_BUFFER_HOURS=6",
     ]
     # Streams: metrics 1,500 B x 8 GPUs x 8,640 polls x 200 nodes x 1/4 day x 1.25 = 6,480,000,000; events
-    # and health 112,000,000; incidents 84,000,000; inventory and dead letters at the 64 MiB floor. Buckets:
-    # 52,428,800 + 209,715,200 + the 16 MiB floor. All of it x 1.25.
-    assert "max_file_store: 9001423680 }" in (out / "nats-1.conf").read_text()
+    # and health 112,000,000; incidents 84,000,000; inventory, dead letters and decisions at the 64 MiB floor.
+    # Buckets: 52,428,800 + 209,715,200 + the 16 MiB floor. All of it x 1.25.
+    assert "max_file_store: 9085309760 }" in (out / "nats-1.conf").read_text()
     check = subprocess.run([find_binary(), "-t", "-c", str(out / "nats-1.conf")], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 
