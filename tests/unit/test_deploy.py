@@ -34,7 +34,9 @@ from tests.conftest import REPO, need
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
-SOURCES = [p for d in ("gpuctl", "gpuhealth", "producers", "rules", "sinks") for p in (REPO / d).rglob("*.py")]
+SOURCES = [
+    p for d in ("gpuctl", "gpuhealth", "producers", "responder", "rules", "sinks") for p in (REPO / d).rglob("*.py")
+]
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
