@@ -78,7 +78,7 @@ async def _run(argv: Sequence[str], *, stdin: bytes = b"", env: dict[str, str] |
         await proc.wait()
         raise SchedulerError(f"{argv[0]} did not answer within {TIMEOUT_S:g}s") from None
     if proc.returncode != 0:
-        said = " ".join(err.decode(errors="replace").split())[:300]
+        said = " ".join((err or out).decode(errors="replace").split())[:300]  # scontrol says "not found" on stdout
         raise SchedulerError(f"{' '.join(argv[:3])} exited {proc.returncode}: {said}")
     return out.decode(errors="replace")
 

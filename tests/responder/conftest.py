@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import need
-from tests.responder.slurm import Slurm, available
+from tests.responder.slurm import LocalSlurm, available
 
 
 @pytest.fixture(scope="session")
-def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
+def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
     need(available(), "Slurm (slurm-wlm, munge: deploy/test-deps.sh) run as root")
-    s = Slurm(Path(tmp_path_factory.mktemp("slurm")))
+    s = LocalSlurm(Path(tmp_path_factory.mktemp("slurm")))
     try:
         s.start()
         yield s
@@ -23,6 +23,6 @@ def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slurm]:
 
 
 @pytest.fixture
-def slurm(slurm_session: Slurm) -> Slurm:
+def slurm(slurm_session: LocalSlurm) -> LocalSlurm:
     slurm_session.reset()
     return slurm_session

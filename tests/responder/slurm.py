@@ -50,7 +50,7 @@ def available() -> bool:
     return all(shutil.which(t) for t in tools) and os.geteuid() == 0
 
 
-class Slurm:
+class LocalSlurm:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.conf = root / "slurm.conf"

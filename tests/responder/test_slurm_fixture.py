@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tests.responder.slurm import NODES, Slurm
+from tests.responder.slurm import NODES, LocalSlurm
 
 
-def test_five_nodes_drain_and_resume(slurm: Slurm) -> None:
+def test_five_nodes_drain_and_resume(slurm: LocalSlurm) -> None:
     assert slurm.states() == dict.fromkeys(NODES, "idle")
     slurm.drain_by_hand("n3", "a person looked at it")
     assert slurm.states()["n3"] == "drained"
