@@ -1,0 +1,173 @@
+"""The responder's NATS wiring: a durable consumer of the health subjects, a decision on every state
+(responder/decide.py), the action through the scheduler adapter, the ledger written, every decision
+published on gpuhealth.v1.decision.<node> (the sink stores it), and only then the ack.
+
+A crash anywhere redelivers the states: a decision's id derives from its health state's, so a repeat
+is stored once, and a drain done before the crash is recognised by its reason (decide.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+from nats.js import JetStreamContext
+
+from gpuhealth import bus, sd, subjects
+from gpuhealth.consumer import Consumer
+from gpuhealth.errors import SchedulerError
+from gpuhealth.events import HEALTH_DECODER, Decision, HealthState, derived_id, encode, new_id, now_ns
+from responder.adapters import NodeState, Scheduler
+from responder.decide import COMPONENT, Ledger, Policy, Verdict, decide, record
+
+log = logging.getLogger("gpuhealth.responder")
+FLEET_TTL_S = 60.0  # how long the scheduler's list of nodes is trusted before it is asked again
+
+
+@dataclass(frozen=True)
+class Identity:
+    cluster: str
+    node: str  # where the responder runs: its own health (the breaker) is published under it
+
+
+class ResponderService:
+    def __init__(self, js: JetStreamContext, scheduler: Scheduler, policy: Policy, data_dir: Path, me: Identity,
+                 *, durable: str = "responder") -> None:  # fmt: skip
+        self.js, self.scheduler, self.policy, self.me, self.durable = js, scheduler, policy, me, durable
+        # Dry-run keeps its own ledger: what it would have drained must never count as gpuhealth's drain.
+        self.ledger_path = data_dir / "responder" / ("ledger.json" if policy.act else "ledger-dry-run.json")
+        self.ledger = self._load()
+        self._fleet: tuple[float, int] = (0.0, 0)
+        # Decisions made on states whose batch is not acknowledged yet: a batch retried after a failed
+        # publish is answered with them, not decided again (which would find its own drains done).
+        self._made: dict[str, Decision] = {}
+
+    def _load(self) -> Ledger:
+        try:
+            return msgspec.json.decode(self.ledger_path.read_bytes(), type=Ledger)
+        except FileNotFoundError:
+            return Ledger()
+
+    def _save(self) -> None:
+        self.ledger_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.ledger_path.with_suffix(".tmp")
+        with tmp.open("wb") as f:
+            f.write(msgspec.json.encode(self.ledger))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.ledger_path)
+
+    async def fleet_size(self) -> int:
+        at, size = self._fleet
+        if time.monotonic() - at > FLEET_TTL_S or not size:
+            try:
+                size = len(await self.scheduler.fleet())
+            except SchedulerError as e:
+                log.warning("responder: the scheduler cannot list its nodes (%s); the fleet is the nodes seen", e)
+                size = 0
+            self._fleet = (time.monotonic(), size)
+        return size
+
+    async def handle(self, states: list[HealthState]) -> None:
+        tripped = self.ledger.tripped
+        out: list[bus.Item] = []
+        for h in states:
+            if h.component == COMPONENT:
+                continue  # its own breaker's state
+            d = self._made.get(h.id) or await self.respond(h)
+            self._made[h.id] = d
+            out.append((subjects.decision_subject(h.node), d.id, encode(d)))
+        self._save()
+        if self.ledger.tripped != tripped:
+            out.append(self._breaker_state())
+        await bus.publish_batch(self.js, out)
+        self._made.clear()
+
+    async def respond(self, h: HealthState) -> Decision:
+        try:
+            current = await self.scheduler.state(h.node)
+        except SchedulerError as e:
+            current = NodeState(exists=False, drained=False)
+            log.warning("responder: the state of %s is unknown (%s)", h.node, e)
+        now = time.time()
+        v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now)
+        v = await self._act(h.node, v)
+        record(self.ledger, h.node, v, now, self.policy)
+        log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)
+        return Decision(
+            id=derived_id(h.time, "responder", h.id), time=now_ns(), cluster=h.cluster, node=h.node,
+            source="responder", component=h.component, entity=h.entity, health=h.health,
+            repair_actions=h.repair_actions, action=v.action, outcome=v.outcome, why=v.why,
+            adapter=self.scheduler.name, health_id=h.id,
+        )  # fmt: skip
+
+    async def _act(self, node: str, v: Verdict) -> Verdict:
+        if v.outcome != "acted" or not self.policy.act or v.why.startswith("already drained by gpuhealth"):
+            return v
+        try:
+            if v.action == "drain":
+                await self.scheduler.drain(node, v.reason)
+            elif v.action == "resume":
+                await self.scheduler.resume(node)
+        except SchedulerError as e:
+            return Verdict(v.action, "failed", f"{v.why}; the scheduler said: {e}", v.reason)
+        return v
+
+    def _breaker_state(self) -> bus.Item:
+        at = now_ns()
+        tripped = self.ledger.tripped
+        why = (
+            f"circuit breaker tripped: more than {self.policy.breaker_fraction:.0%} of the fleet in "
+            f"{self.policy.breaker_window_s:g}s; drains are refused until the window allows"
+            if tripped
+            else "circuit breaker closed: drains are let through again"
+        )
+        state = HealthState(
+            id=new_id(at), time=at, cluster=self.me.cluster, node=self.me.node, source="responder",
+            component=COMPONENT, entity="circuit-breaker", health="Unhealthy" if tripped else "Healthy",
+            reason=why, since=at,
+        )  # fmt: skip
+        (log.error if tripped else log.info)("responder: %s", why)
+        return subjects.health_subject(self.me.node, COMPONENT), state.id, encode(state)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        consumer = Consumer(
+            self.js,
+            stream=subjects.HEALTH.name,
+            durable=self.durable,
+            filter_subject=subjects.HEALTH.subjects[0],
+            decoder=HEALTH_DECODER,
+            stage="responder",
+            handle=self.handle,
+            batch=100,
+            start_seq=await self._now_seq(),
+        )
+        await consumer.run(stop)
+
+    async def _now_seq(self) -> int:
+        """Where a responder made now starts: after the states already stored. Acting on a week of
+        history at its first start would drain nodes for faults long repaired."""
+        info = await self.js.stream_info(subjects.HEALTH.name)
+        return int(info.state.last_seq) + 1
+
+
+async def serve(nats_url: str, scheduler: Scheduler, policy: Policy, data_dir: Path, me: Identity) -> int:
+    stop = bus.stop_on_signals()
+    nc = await bus.connect(nats_url, "gpuhealth-responder", credentials=bus.auth_options())
+    js = nc.jetstream()
+    await bus.provision(js, missing_only=True)
+    service = ResponderService(js, scheduler, policy, data_dir, me)
+    mode = "acting" if policy.act else "dry-run (--act to act)"
+    log.info("responder: %s through %s, breaker %.0f%% in %gs", mode, scheduler.name,
+             policy.breaker_fraction * 100, policy.breaker_window_s)  # fmt: skip
+    sd.ready(f"responder, {mode}")
+    try:
+        await asyncio.gather(service.run(stop), sd.watchdog(stop))
+    finally:
+        sd.stopping()
+        await bus.shutdown(nc)
+    return 0

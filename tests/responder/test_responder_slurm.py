@@ -1,0 +1,198 @@
+"""The responder as a fleet runs it, on the real one-machine Slurm: `gpuctl serve rules` turns an injected
+Xid 79 into a health state, `gpuctl serve responder` drains the Slurm node, a reboot resumes it, a
+person's drain is never undone, and 60% of the fleet faulting at once trips the circuit breaker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from gpuhealth import bus, client, subjects
+from gpuhealth.events import DECISION_DECODER, HEALTH_DECODER, Decision, HealthState, KernelEvent, encode, new_id
+from tests.e2e.conftest import GPUCTL, LOAD_SLACK, Nats
+from tests.responder.slurm import LocalSlurm
+
+HOUR = 3600 * 10**9
+
+
+@dataclass
+class Stack:
+    nats: Nats
+    nc: NATS
+    tmp: Path
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    states: list[HealthState] = field(default_factory=list)
+
+    def serve(self, name: str, *args: str) -> None:
+        argv = [GPUCTL, "serve", name, "--nats", self.nats.url, *args]
+        with (self.tmp / f"{name}.log").open("ab") as out:
+            self.procs.append(subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT))
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text()
+
+    async def fault(self, node: str, boot: str = "boot-a") -> None:
+        """An Xid 79 on the node's GPU, as its agent would publish it."""
+        now = time.time_ns()
+        boot_time = now - (2 * HOUR if boot == "boot-a" else 10**9)
+        await self._publish(KernelEvent(id=new_id(), time=now, cluster="c", node=node, boot_id=boot,
+                                        boot_time=boot_time, source="kmsg", component="accelerator-nvidia-error-xid",
+                                        kind="xid", xid=79, pci_bus_id="0000:04:00.0",
+                                        message="NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus."))  # fmt: skip
+
+    async def reboot(self, node: str) -> None:
+        """A word from the node's next boot: the rules clear what a reboot clears."""
+        now = time.time_ns()
+        await self._publish(KernelEvent(id=new_id(), time=now, cluster="c", node=node, boot_id="boot-b",
+                                        boot_time=now - 10**9, source="kmsg", component="kernel", kind=None,
+                                        message="Linux version 6.1.0"))  # fmt: skip
+
+    async def _publish(self, ev: KernelEvent) -> None:
+        await bus.publish_batch(self.nc.jetstream(), [(subjects.event_subject(ev.node, "kmsg"), ev.id, encode(ev))])
+
+    async def until(self, ok: object, what: str, timeout: float = 20.0) -> float:
+        """Seconds until ``ok()`` held; fails past the deadline (stretched by the suite's load slack)."""
+        start = time.monotonic()
+        deadline = start + timeout * LOAD_SLACK
+        while not ok():  # type: ignore[operator]
+            assert time.monotonic() < deadline, f"not {what} within {timeout * LOAD_SLACK}s"
+            await asyncio.sleep(0.05)
+        return time.monotonic() - start
+
+    def decided(self, node: str) -> list[tuple[str, str]]:
+        return [(d.action, d.outcome) for d in self.decisions if d.node == node]
+
+
+@contextlib.asynccontextmanager
+async def stack(tmp: Path, slurm: LocalSlurm, *responder_args: str) -> AsyncIterator[Stack]:
+    nats = Nats(tmp / "nats")
+    nats.start()
+    nc = await bus.connect(nats.url, "test")
+    s = Stack(nats, nc, tmp)
+
+    async def decision(m: Msg) -> None:
+        s.decisions.append(DECISION_DECODER.decode(m.data))
+
+    async def health(m: Msg) -> None:
+        s.states.append(HEALTH_DECODER.decode(m.data))
+
+    try:
+        await nc.subscribe(f"{subjects.PREFIX}.decision.>", cb=decision)
+        await nc.subscribe(f"{subjects.PREFIX}.health.>", cb=health)
+        s.serve("rules")
+        s.serve("responder", "--slurm-conf", str(slurm.conf), "--data-dir", str(tmp / "resp"), "--node",
+                "resp-host", "--cluster", "c", *responder_args)  # fmt: skip
+        js = nc.jetstream()
+
+        async def bound() -> bool:
+            try:
+                await js.consumer_info(subjects.HEALTH.name, "responder")
+            except Exception:
+                return False
+            return True
+
+        deadline = time.monotonic() + 60 * LOAD_SLACK
+        while not await bound():
+            assert time.monotonic() < deadline, "the responder did not bind its consumer"
+            assert all(p.poll() is None for p in s.procs), s.log("responder") + s.log("rules")
+            await asyncio.sleep(0.1)
+        yield s
+    finally:
+        for p in s.procs:
+            p.terminate()
+        codes = [p.wait(timeout=30) for p in s.procs]
+        await nc.close()
+        nats.stop()
+    assert codes == [0] * len(codes), s.log("responder")
+
+
+async def test_an_xid_79_drains_its_slurm_node_and_a_reboot_resumes_it(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm, "--act") as s:
+        s.serve("sink", "--data-dir", str(tmp_path / "sink"))
+        await s.fault("n2")
+        took = await s.until(lambda: slurm.states()["n2"] == "drained", "n2 drained")
+        print(f"Xid 79 published -> Slurm node drained: {took:.2f}s")
+        assert took < 5.0 * LOAD_SLACK
+        reason = slurm.reason("n2")
+        assert reason.startswith("gpuhealth: REBOOT_SYSTEM accelerator-nvidia-error-xid ")
+        assert "0000:04:00.0" in reason and "79" in reason
+        assert {n: st for n, st in slurm.states().items() if n != "n2"} == dict.fromkeys(
+            ["n1", "n3", "n4", "n5"], "idle"
+        )
+
+        await s.reboot("n2")
+        await s.until(lambda: slurm.states()["n2"].rstrip("*") == "idle", "n2 resumed")
+        await s.until(lambda: ("resume", "acted") in s.decided("n2"), "the resume decided")
+        assert s.decided("n2") == [("drain", "acted"), ("resume", "acted")]
+
+        query = "SELECT node, action, outcome FROM gpuhealth.responder_decisions ORDER BY time"
+        rows: list[list[object]] = []
+
+        async def stored() -> None:
+            nonlocal rows
+            with contextlib.suppress(Exception):
+                rows = (await client.sql(s.nc, query))[1]
+
+        deadline = time.monotonic() + 30 * LOAD_SLACK
+        while len(rows) < 2:
+            assert time.monotonic() < deadline, f"decisions not in ClickHouse: {rows}"
+            await stored()
+            await asyncio.sleep(0.2)
+        assert rows == [["n2", "drain", "acted"], ["n2", "resume", "acted"]]
+
+
+async def test_a_node_a_person_drained_stays_drained(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm, "--act") as s:
+        slurm.drain_by_hand("n4", "bad fan, ticket 41")  # before any fault
+        await s.fault("n3")
+        await s.fault("n4")
+        await s.until(lambda: slurm.states()["n3"] == "drained", "n3 drained")
+        await s.until(lambda: len(s.decided("n4")) == 1, "n4 decided")
+        assert s.decided("n4") == [("drain", "skipped")] and slurm.reason("n4") == "bad fan, ticket 41"
+        slurm.drain_by_hand("n3", "RMA: swap the board")  # a person takes over gpuhealth's drain
+
+        await s.reboot("n3")
+        await s.reboot("n4")
+        await s.until(lambda: len(s.decided("n3")) == 2 and len(s.decided("n4")) == 2, "the reboots decided")
+        assert s.decided("n3") == [("drain", "acted"), ("resume", "skipped")]
+        assert s.decided("n4") == [("drain", "skipped"), ("none", "skipped")]
+        assert slurm.states()["n3"] == "drained" and slurm.reason("n3") == "RMA: swap the board"
+        assert slurm.states()["n4"] == "drained" and slurm.reason("n4") == "bad fan, ticket 41"
+
+
+async def test_60_percent_of_the_fleet_faulting_at_once_trips_the_breaker(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm, "--act") as s:
+        for node in ("n1", "n2", "n3"):
+            await s.fault(node)
+        await s.until(lambda: sum(len(s.decided(n)) for n in ("n1", "n2", "n3")) == 3, "three decisions")
+        outcomes = sorted(d.outcome for d in s.decisions)
+        assert outcomes == ["acted", "acted", "refused"]
+        refused = next(d for d in s.decisions if d.outcome == "refused")
+        assert refused.why.startswith("circuit breaker: 2 of 5 nodes drained")
+        states = slurm.states()
+        assert sorted(states.values()) == ["drained", "drained", "idle", "idle", "idle"]
+        assert states[refused.node] == "idle", "the refused node was not drained"
+        await s.until(lambda: any(h.component == "gpuhealth-responder" for h in s.states), "the breaker's state")
+        breaker = next(h for h in s.states if h.component == "gpuhealth-responder")
+        assert (breaker.node, breaker.entity, breaker.health) == ("resp-host", "circuit-breaker", "Unhealthy")
+
+
+async def test_dry_run_is_the_default_and_touches_no_node(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm) as s:
+        await s.fault("n5")
+        await s.until(lambda: len(s.decided("n5")) == 1, "n5 decided")
+        assert s.decided("n5") == [("drain", "dry_run")]
+        assert s.decisions[0].why.startswith("gpuhealth: REBOOT_SYSTEM")
+        await s.reboot("n5")
+        await s.until(lambda: len(s.decided("n5")) == 2, "the reboot decided")
+        assert s.decided("n5")[1] == ("resume", "dry_run")
+        assert set(slurm.states().values()) == {"idle"}
