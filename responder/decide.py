@@ -52,6 +52,7 @@ class Verdict(NamedTuple):
     outcome: ResponderOutcome
     why: str
     reason: str = ""  # the scheduler reason of a drain
+    in_effect: bool = False  # the scheduler shows it done already (by gpuhealth before a restart)
 
 
 def drain_reason(h: HealthState) -> str:
@@ -76,11 +77,15 @@ def intent(ledger: Ledger, h: HealthState) -> tuple[ResponderAction, str]:
         if h.node in ledger.owned:
             return "none", f"already drained by gpuhealth: {ledger.owned[h.node]}"
         return "drain", drain_reason(h)
+    if h.health != "Healthy":  # Unknown or Degraded is no repair: what drained the node still holds
+        if not faults:
+            ledger.faults.pop(h.node, None)
+        return "none", f"{h.health} with no drain-class repair action: nothing to do"
     faults.pop(key, None)
     if not faults:
         ledger.faults.pop(h.node, None)
     if h.node not in ledger.owned:
-        return "none", f"{h.health}, no drain-class repair action, and gpuhealth holds no drain of {h.node}"
+        return "none", f"Healthy, and gpuhealth holds no drain of {h.node}"
     if faults:
         return "none", f"{h.node} stays drained: {len(faults)} fault(s) remain ({', '.join(sorted(faults))})"
     return "resume", f"every fault that drained {h.node} is cleared ({h.health}: {h.reason})"
@@ -113,7 +118,7 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
         return Verdict(action, "skipped", f"the scheduler has no node {h.node}")
     if action == "drain":
         if current.drained and current.reason.startswith(REASON_PREFIX):
-            return Verdict("drain", "acted", f"already drained by gpuhealth: {current.reason}", current.reason)
+            return Verdict("drain", "acted", f"already drained by gpuhealth: {current.reason}", current.reason, True)
         if current.drained:
             return Verdict("drain", "skipped", f"already drained by someone else: {current.reason}")
         refused = gate(ledger, policy, fleet, now)

@@ -106,7 +106,7 @@ class ResponderService:
         )  # fmt: skip
 
     async def _act(self, node: str, v: Verdict) -> Verdict:
-        if v.outcome != "acted" or not self.policy.act or v.why.startswith("already drained by gpuhealth"):
+        if v.outcome != "acted" or not self.policy.act or v.in_effect:
             return v
         try:
             if v.action == "drain":
@@ -114,7 +114,7 @@ class ResponderService:
             elif v.action == "resume":
                 await self.scheduler.resume(node)
         except SchedulerError as e:
-            return Verdict(v.action, "failed", f"{v.why}; the scheduler said: {e}", v.reason)
+            return v._replace(outcome="failed", why=f"{v.why}; the scheduler said: {e}")
         return v
 
     def _breaker_state(self) -> bus.Item:

@@ -196,3 +196,51 @@ async def test_dry_run_is_the_default_and_touches_no_node(tmp_path: Path, slurm:
         await s.until(lambda: len(s.decided("n5")) == 2, "the reboot decided")
         assert s.decided("n5")[1] == ("resume", "dry_run")
         assert set(slurm.states().values()) == {"idle"}
+
+
+async def test_what_gpuhealth_drained_is_still_its_own_after_a_restart(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm, "--act") as s:
+        await s.fault("n1")
+        await s.until(lambda: slurm.states()["n1"] == "drained", "n1 drained")
+        await s.until(lambda: len(s.decided("n1")) == 1, "n1 decided")
+        responder = s.procs.pop()
+        responder.terminate()
+        assert responder.wait(timeout=30) == 0
+        s.serve("responder", "--slurm-conf", str(slurm.conf), "--data-dir", str(tmp_path / "resp"), "--act")
+        await s.reboot("n1")
+        await s.until(lambda: slurm.states()["n1"].rstrip("*") == "idle", "n1 resumed by the new process")
+        await s.until(lambda: len(s.decided("n1")) == 2, "the resume decided")
+        assert s.decided("n1") == [("drain", "acted"), ("resume", "acted")]
+
+
+HOOK = """#!/bin/sh
+# A site's own tooling: a file per drained node, holding the reason.
+read -r request
+echo "$request" >> "{dir}/requests.jsonl"
+node=$(echo "$request" | sed -n 's/.*"node": *"\\([^"]*\\)".*/\\1/p')
+case "$request" in
+  *'"action": "drain"'*|*'"action":"drain"'*) echo "$request" | sed -n 's/.*"reason": *"\\([^"]*\\)".*/\\1/p' > "{dir}/$node" ;;
+  *'"action": "resume"'*|*'"action":"resume"'*) rm -f "{dir}/$node" ;;
+  *'"action": "state"'*|*'"action":"state"'*)
+    if [ -f "{dir}/$node" ]; then printf '{{"exists": true, "drained": true, "reason": "%s"}}' "$(cat "{dir}/$node")";
+    else echo '{{"exists": true, "drained": false}}'; fi ;;
+  *) echo '{{"nodes": ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]}}' ;;
+esac
+"""
+
+
+async def test_the_command_hook_drains_and_resumes_through_the_service(tmp_path: Path, slurm: LocalSlurm) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    hook = tmp_path / "hook.sh"
+    hook.write_text(HOOK.format(dir=held))
+    hook.chmod(0o755)
+    async with stack(tmp_path, slurm, "--act", "--adapter", "command", "--command", str(hook)) as s:
+        await s.fault("gpu-2")
+        await s.until(lambda: (held / "gpu-2").exists(), "gpu-2 drained by the hook")
+        assert (held / "gpu-2").read_text().startswith("gpuhealth: REBOOT_SYSTEM accelerator-nvidia-error-xid")
+        await s.reboot("gpu-2")
+        await s.until(lambda: not (held / "gpu-2").exists(), "gpu-2 resumed by the hook")
+        await s.until(lambda: len(s.decided("gpu-2")) == 2, "the resume decided")
+        assert s.decided("gpu-2") == [("drain", "acted"), ("resume", "acted")]
+        assert set(slurm.states().values()) == {"idle"}, "Slurm is not the hook"

@@ -139,3 +139,13 @@ def test_a_forged_node_name_is_refused(forged: str) -> None:
 def test_a_reason_is_one_line_of_plain_characters() -> None:
     assert slurm_reason("Xid 79\nState=RESUME \"x\" 'y' $(rm) `z`;|&") == "Xid 79 State_RESUME _x_ _y_ _(rm) _z____"
     assert len(slurm_reason("x" * 1000)) == 240
+
+
+@pytest.mark.parametrize("health", ["Unknown", "Degraded"])
+def test_a_state_that_is_not_healthy_again_never_resumes(health: str) -> None:
+    ledger = Ledger()
+    first = step(ledger, state("n1"))
+    v = step(ledger, state("n1", health, (), i=2), current=ours(first))
+    assert (v.action, v.outcome) == ("none", "skipped")
+    assert ledger.owned == {"n1": first.reason}
+    assert step(ledger, state("n1", "Healthy", (), i=3), current=ours(first)).action == "resume"
