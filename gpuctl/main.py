@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from gpuctl import checks, deploy, kernel, read, report, rules, schema, serve
+from gpuctl import checks, deploy, kernel, read, report, responder, rules, schema, serve
 from gpuctl.options import (
     STATUS_EXIT,
     DataDirOpt,
@@ -93,6 +93,7 @@ app.add_typer(checks.check_app, name="check")
 app.command("nats-config")(deploy.nats_config)
 app.add_typer(report.report_app, name="report")
 app.add_typer(report.inventory_app, name="inventory")
+app.add_typer(responder.responder_app, name="responder")
 app.command("fleet")(read.fleet)
 
 

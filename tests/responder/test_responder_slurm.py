@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from nats.aio.msg import Msg
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import DECISION_DECODER, HEALTH_DECODER, Decision, HealthState, KernelEvent, encode, new_id
-from tests.e2e.conftest import GPUCTL, LOAD_SLACK, Nats
+from tests.e2e.conftest import GPUCTL, LOAD_SLACK, Nats, assert_shape, gpuctl
 from tests.responder.slurm import LocalSlurm
 
 HOUR = 3600 * 10**9
@@ -148,6 +149,21 @@ async def test_an_xid_79_drains_its_slurm_node_and_a_reboot_resumes_it(tmp_path:
             await stored()
             await asyncio.sleep(0.2)
         assert rows == [["n2", "drain", "acted"], ["n2", "resume", "acted"]]
+
+        await s.fault("n5")
+        await s.until(lambda: slurm.states()["n5"] == "drained", "n5 drained")
+        deadline = time.monotonic() + 30 * LOAD_SLACK
+        while len((await client.sql(s.nc, query))[1]) < 3:
+            assert time.monotonic() < deadline, "the n5 drain not in ClickHouse"
+            await asyncio.sleep(0.2)
+        r = await asyncio.to_thread(gpuctl, "responder", "status", "--nats", s.nats.url, "--json")
+        assert r.returncode == 0, r.stderr
+        assert_shape("responder status", out := json.loads(r.stdout))
+        assert [d["node"] for d in out["drained"]] == ["n5"] and out["counts"] == {"acted": 3}
+        assert [(d["node"], d["action"]) for d in out["decisions"]] == [("n5", "drain"), ("n2", "resume"),
+                                                                         ("n2", "drain")]  # fmt: skip
+        text = (await asyncio.to_thread(gpuctl, "responder", "status", "--nats", s.nats.url)).stdout
+        assert text.startswith("drained by gpuhealth: 1 node(s); decisions in the last 1d: 3 acted\n")
 
 
 async def test_a_node_a_person_drained_stays_drained(tmp_path: Path, slurm: LocalSlurm) -> None:
