@@ -94,6 +94,7 @@ app.command("nats-config")(deploy.nats_config)
 app.add_typer(report.report_app, name="report")
 app.add_typer(report.inventory_app, name="inventory")
 app.add_typer(responder.responder_app, name="responder")
+serve.serve_app.command("responder")(responder.serve_responder)  # beside its status command, not in serve.py
 app.command("fleet")(read.fleet)
 
 

@@ -1,16 +1,29 @@
-"""gpuctl responder status: what the responder holds drained and what it decided, from ClickHouse."""
+"""gpuctl serve responder (the stage) and gpuctl responder status: what the responder holds drained
+and what it decided, from ClickHouse."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from gpuctl import schema
-from gpuctl.options import DataDirOpt, DirectClickhouseOpt, JsonOpt, NatsOpt, iso, print_table
+from gpuctl.options import (
+    ClusterOpt,
+    DataDirOpt,
+    DirectClickhouseOpt,
+    JsonOpt,
+    NatsOpt,
+    NodeOpt,
+    data_dir_of,
+    iso,
+    print_table,
+)
 from gpuctl.read import Reader
 from gpuhealth.config import parse_duration
+from gpuhealth.errors import ConfigError
 from gpuhealth.text import clip
 
 responder_app = typer.Typer(
@@ -86,3 +99,48 @@ def status(
         print_table(
             [tuple(f.upper() for f in fields)] + [tuple(clip(str(d[f]), 90) for f in fields) for d in decisions]
         )
+
+
+def serve_responder(
+    nats: Annotated[str, typer.Option("--nats", envvar="GPUHEALTH_NATS_URL", help="NATS URL")],
+    act: Annotated[bool, typer.Option("--act", help="act on the scheduler (default: dry-run, decisions only)")] = False,
+    adapter: Annotated[str, typer.Option("--adapter", help="slurm | command")] = "slurm",
+    slurm_conf: Annotated[Path | None, typer.Option("--slurm-conf", help="slurm.conf (default: Slurm's own)")] = None,
+    command: Annotated[Path | None, typer.Option("--command", help="the hook: gets each action as JSON")] = None,
+    breaker_fraction: Annotated[float, typer.Option("--breaker-fraction", min=0.0, max=1.0,
+                                                    help="most of the fleet drained in a window")] = 0.5,
+    breaker_window: Annotated[float, typer.Option("--breaker-window", min=1.0, help="seconds")] = 300.0,
+    max_drains_per_minute: Annotated[int, typer.Option("--max-drains-per-minute", min=1)] = 10,
+    fleet_size: Annotated[int, typer.Option("--fleet-size", min=0,
+                                            help="nodes in the fleet (0: as the scheduler lists them)")] = 0,
+    topology: Annotated[Path | None, typer.Option("--topology", help="TOML: [switch] leaf-1 = [nodes], ...")] = None,
+    burst_nodes: Annotated[int, typer.Option("--burst-nodes", min=0,
+                                             help="nodes of one group with one fault: a fleet incident (0: off)")] = 3,
+    burst_window: Annotated[float, typer.Option("--burst-window", min=1.0, help="seconds")] = 60.0,
+    data_dir: DataDirOpt = None,
+    node: NodeOpt = None,
+    cluster: ClusterOpt = None,
+) -> None:  # fmt: skip
+    """The responder: drains nodes whose repair action needs it and resumes those it drained once
+    Healthy again, through Slurm or a command hook. Dry-run unless --act."""
+    from gpuctl.serve import log_to_stderr
+    from gpuhealth.config import read_identity
+    from responder import correlate
+    from responder.adapters import CommandHook, Scheduler, Slurm
+    from responder.decide import Policy
+    from responder.service import Identity, serve
+
+    log_to_stderr()
+    scheduler: Scheduler
+    if adapter == "slurm":
+        scheduler = Slurm(slurm_conf)
+    elif adapter == "command" and command is not None:
+        scheduler = CommandHook(command)
+    else:
+        raise ConfigError(f"--adapter {adapter!r}: slurm, or command with --command PATH")
+    policy = Policy(act=act, breaker_fraction=breaker_fraction, breaker_window_s=breaker_window,
+                    max_drains_per_minute=max_drains_per_minute, fleet_size=fleet_size, burst_nodes=burst_nodes,
+                    burst_window_s=burst_window,
+                    topology=correlate.load(topology) if topology else correlate.Topology())  # fmt: skip
+    me = read_identity(cluster=cluster, node=node)
+    raise typer.Exit(asyncio.run(serve(nats, scheduler, policy, data_dir_of(data_dir), Identity(me.cluster, me.node))))

@@ -303,8 +303,8 @@ class Incident(Message, tag="incident", kw_only=True):
 ResponderAction = Literal["drain", "resume", "none"]
 # acted: done on the scheduler; dry_run: what --act would have done; skipped: nothing to do, or not
 # ours to do (why says which); refused: the circuit breaker or the rate limit said no; failed: the
-# scheduler refused it.
-ResponderOutcome = Literal["acted", "dry_run", "skipped", "refused", "failed"]
+# scheduler refused it; held: part of a fleet incident (a burst behind one switch or rack), for a person.
+ResponderOutcome = Literal["acted", "dry_run", "skipped", "refused", "failed", "held"]
 
 
 class Decision(Message, tag="decision", kw_only=True):

@@ -7,6 +7,8 @@ Rules, in order:
 - A node is resumed only when every fault that drained it is Healthy again, and only if gpuhealth drained
   it: the ledger says so and the scheduler still shows gpuhealth's own reason. A node a person drained,
   or drained again since, is left as it is (NHC's ownership rule).
+- One fault type on ``burst_nodes`` nodes of one switch or rack within ``burst_window_s`` is a fleet
+  incident (responder/correlate.py): from then on the drains in that group are held for a person.
 - The circuit breaker refuses a drain that would take more than ``breaker_fraction`` of the fleet out
   within ``breaker_window_s``; the rate limit refuses more than ``max_drains_per_minute``.
 - Dry-run (the default) decides the same and does nothing: its outcome says what --act would have done.
@@ -14,13 +16,14 @@ Rules, in order:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import msgspec
 
 from gpuhealth.events import HealthState, ResponderAction, ResponderOutcome
 from responder.adapters import NodeState, slurm_reason
+from responder.correlate import FleetIncident, Topology, burst
 
 DRAIN_ACTIONS = ("REBOOT_SYSTEM", "RESET_GPU", "HARDWARE_INSPECTION")
 REASON_PREFIX = "gpuhealth:"
@@ -34,6 +37,9 @@ class Policy:
     breaker_window_s: float = 300.0
     max_drains_per_minute: int = 10
     fleet_size: int = 0  # 0: the scheduler's fleet (or, failing that, the nodes seen)
+    burst_nodes: int = 3  # 0: no fleet correlation
+    burst_window_s: float = 60.0
+    topology: Topology = field(default_factory=Topology)
 
 
 class Ledger(msgspec.Struct, kw_only=True):
@@ -45,6 +51,8 @@ class Ledger(msgspec.Struct, kw_only=True):
     drains: list[tuple[float, str]] = []  # (seconds, node)
     seen: list[str] = []  # nodes health states came from: the fleet when the scheduler cannot say
     tripped: bool = False  # the breaker refused a drain, and has not let one through since
+    recent: list[tuple[float, str, str]] = []  # (seconds, node, component) of drain-class faults: bursts
+    incidents: dict[str, FleetIncident] = {}  # open fleet incidents by kind:group:component
 
 
 class Verdict(NamedTuple):
@@ -53,6 +61,7 @@ class Verdict(NamedTuple):
     why: str
     reason: str = ""  # the scheduler reason of a drain
     in_effect: bool = False  # the scheduler shows it done already (by gpuhealth before a restart)
+    incident: FleetIncident | None = None  # the fleet incident a held drain belongs to
 
 
 def drain_reason(h: HealthState) -> str:
@@ -121,6 +130,10 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
             return Verdict("drain", "acted", f"already drained by gpuhealth: {current.reason}", current.reason, True)
         if current.drained:
             return Verdict("drain", "skipped", f"already drained by someone else: {current.reason}")
+        incident = burst(ledger.recent, ledger.incidents, policy.topology, h.node, h.component, now,
+                         nodes=policy.burst_nodes, window_s=policy.burst_window_s)  # fmt: skip
+        if incident is not None:
+            return Verdict("drain", "held", incident.describe(policy.burst_window_s), incident=incident)
         refused = gate(ledger, policy, fleet, now)
         if refused:
             return Verdict("drain", "refused", refused)

@@ -20,12 +20,14 @@ from nats.js import JetStreamContext
 from gpuhealth import bus, sd, subjects
 from gpuhealth.consumer import Consumer
 from gpuhealth.errors import SchedulerError
-from gpuhealth.events import HEALTH_DECODER, Decision, HealthState, derived_id, encode, new_id, now_ns
+from gpuhealth.events import HEALTH_DECODER, Decision, HealthState, Incident, derived_id, encode, new_id, now_ns
 from responder.adapters import NodeState, Scheduler
+from responder.correlate import FleetIncident
 from responder.decide import COMPONENT, Ledger, Policy, Verdict, decide, record
 
 log = logging.getLogger("gpuhealth.responder")
 FLEET_TTL_S = 60.0  # how long the scheduler's list of nodes is trusted before it is asked again
+FLEET_COMPONENT = "gpuhealth-fleet"  # fleet incidents: one fault with a shared cause across nodes
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ResponderService:
         self._fleet: tuple[float, int] = (0.0, 0)
         # Decisions made on states whose batch is not acknowledged yet: a batch retried after a failed
         # publish is answered with them, not decided again (which would find its own drains done).
-        self._made: dict[str, Decision] = {}
+        self._made: dict[str, tuple[Decision, bus.Item | None]] = {}
 
     def _load(self) -> Ledger:
         try:
@@ -78,16 +80,18 @@ class ResponderService:
         for h in states:
             if h.component == COMPONENT:
                 continue  # its own breaker's state
-            d = self._made.get(h.id) or await self.respond(h)
-            self._made[h.id] = d
+            d, incident = self._made.get(h.id) or await self.respond(h)
+            self._made[h.id] = d, incident
             out.append((subjects.decision_subject(h.node), d.id, encode(d)))
+            if incident is not None:
+                out.append(incident)
         self._save()
         if self.ledger.tripped != tripped:
             out.append(self._breaker_state())
         await bus.publish_batch(self.js, out)
         self._made.clear()
 
-    async def respond(self, h: HealthState) -> Decision:
+    async def respond(self, h: HealthState) -> tuple[Decision, bus.Item | None]:
         try:
             current = await self.scheduler.state(h.node)
         except SchedulerError as e:
@@ -98,12 +102,25 @@ class ResponderService:
         v = await self._act(h.node, v)
         record(self.ledger, h.node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)
-        return Decision(
+        decision = Decision(
             id=derived_id(h.time, "responder", h.id), time=now_ns(), cluster=h.cluster, node=h.node,
             source="responder", component=h.component, entity=h.entity, health=h.health,
             repair_actions=h.repair_actions, action=v.action, outcome=v.outcome, why=v.why,
             adapter=self.scheduler.name, health_id=h.id,
         )  # fmt: skip
+        return decision, self._fleet_incident(v.incident) if v.incident else None
+
+    def _fleet_incident(self, inc: FleetIncident) -> bus.Item:
+        """One incident for the burst, under the responder's node, updated (seq) as nodes join it."""
+        first, last = int(inc.first * 1e9), int(inc.last * 1e9)
+        incident = Incident(
+            id=derived_id(first, "fleet", inc.key()), time=last, cluster=self.me.cluster, node=self.me.node,
+            source="responder", component=FLEET_COMPONENT, entity=f"{inc.kind}:{inc.group}", code=inc.fault,
+            severity="Critical", reason=inc.describe(self.policy.burst_window_s), count=len(inc.nodes),
+            first=first, last=last, seq=len(inc.nodes),
+        )  # fmt: skip
+        subject = subjects.incident_subject(self.me.node, FLEET_COMPONENT)
+        return subject, f"{incident.id}:{incident.seq}", encode(incident)
 
     async def _act(self, node: str, v: Verdict) -> Verdict:
         if v.outcome != "acted" or not self.policy.act or v.in_effect:

@@ -17,7 +17,17 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from gpuhealth import bus, client, subjects
-from gpuhealth.events import DECISION_DECODER, HEALTH_DECODER, Decision, HealthState, KernelEvent, encode, new_id
+from gpuhealth.events import (
+    DECISION_DECODER,
+    HEALTH_DECODER,
+    INCIDENT_DECODER,
+    Decision,
+    HealthState,
+    Incident,
+    KernelEvent,
+    encode,
+    new_id,
+)
 from tests.e2e.conftest import GPUCTL, LOAD_SLACK, Nats, assert_shape, gpuctl
 from tests.responder.slurm import LocalSlurm
 
@@ -260,3 +270,29 @@ async def test_the_command_hook_drains_and_resumes_through_the_service(tmp_path:
         await s.until(lambda: len(s.decided("gpu-2")) == 2, "the resume decided")
         assert s.decided("gpu-2") == [("drain", "acted"), ("resume", "acted")]
         assert set(slurm.states().values()) == {"idle"}, "Slurm is not the hook"
+
+
+async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_are_held(
+    tmp_path: Path, slurm: LocalSlurm
+) -> None:
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4"]\nleaf-2 = ["n5"]\n')
+    async with stack(tmp_path, slurm, "--act", "--topology", str(topology), "--breaker-fraction", "1") as s:
+        incidents: list[Incident] = []
+
+        async def incident(m: Msg) -> None:
+            incidents.append(INCIDENT_DECODER.decode(m.data))
+
+        await s.nc.subscribe(subjects.incident_subject("resp-host", "gpuhealth-fleet"), cb=incident)
+        for node in ("n1", "n2", "n3", "n4"):
+            await s.fault(node)
+        await s.until(lambda: len(s.decisions) == 4, "four decisions")
+        assert sorted(d.outcome for d in s.decisions) == ["acted", "acted", "held", "held"]
+        held = sorted(d.node for d in s.decisions if d.outcome == "held")
+        assert all(slurm.states()[n] == "idle" for n in held), "a held drain is not done"
+        await s.until(lambda: len(incidents) >= 2, "the fleet incident, and its update")
+        assert {i.id for i in incidents} == {incidents[0].id}, "one incident"
+        last = max(incidents, key=lambda i: i.seq)
+        assert (last.node, last.component, last.entity, last.code) == (
+            "resp-host", "gpuhealth-fleet", "switch:leaf-1", "accelerator-nvidia-error-xid")  # fmt: skip
+        assert last.count == 4 and "behind switch leaf-1" in last.reason and "held for a person" in last.reason

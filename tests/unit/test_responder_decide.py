@@ -9,6 +9,7 @@ import pytest
 from gpuhealth.errors import SchedulerError
 from gpuhealth.events import HealthState, RepairAction
 from responder.adapters import NodeState, node_name, slurm_reason
+from responder.correlate import Topology
 from responder.decide import Ledger, Policy, Verdict, decide, record
 
 XID = "accelerator-nvidia-error-xid"
@@ -149,3 +150,34 @@ def test_a_state_that_is_not_healthy_again_never_resumes(health: str) -> None:
     assert (v.action, v.outcome) == ("none", "skipped")
     assert ledger.owned == {"n1": first.reason}
     assert step(ledger, state("n1", "Healthy", (), i=3), current=ours(first)).action == "resume"
+
+
+SWITCHES = Topology({"switch": {"leaf-1": ["n1", "n2", "n3", "n4"], "leaf-2": ["n5", "n6"]}, "rack": {"r1": ["n1"]}})
+
+
+def test_a_burst_of_one_fault_behind_one_switch_is_one_fleet_incident_and_its_drains_are_held() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, topology=SWITCHES)
+    verdicts = [step(ledger, state(n, i=i), policy=policy, now=float(i), fleet=6) for i, n in enumerate(
+        ["n1", "n5", "n2", "n3", "n4"], 1)]  # fmt: skip
+    assert [v.outcome for v in verdicts] == ["acted", "acted", "acted", "held", "held"]
+    assert verdicts[3].why == (
+        "fleet incident: 3 nodes behind switch leaf-1 report accelerator-nvidia-error-xid within 60s, "
+        "a shared cause: drains held for a person (n1, n2, n3)"
+    )
+    incident = verdicts[4].incident
+    assert incident is not None and (incident.kind, incident.group, incident.nodes) == (
+        "switch", "leaf-1", ["n1", "n2", "n3", "n4"])  # fmt: skip
+    assert incident.first == 4.0 and incident.last == 5.0, "one incident, growing"
+    assert set(ledger.owned) == {"n1", "n5", "n2"}
+
+
+def test_faults_spread_in_time_or_of_other_kinds_are_no_burst() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, topology=SWITCHES)
+    slow = [step(ledger, state(n, i=i), policy=policy, now=i * 61.0, fleet=6).outcome for i, n in enumerate(
+        ["n1", "n2", "n3"], 1)]  # fmt: skip
+    assert slow == ["acted", "acted", "acted"]
+    ledger = Ledger()
+    mixed = [step(ledger, HealthState(**{**msgspec.structs.asdict(state(n, i=i)), "component": c}), policy=policy,
+                  now=float(i), fleet=6).outcome for i, (n, c) in enumerate(
+        [("n1", "a"), ("n2", "b"), ("n3", "c")], 1)]  # fmt: skip
+    assert mixed == ["acted", "acted", "acted"]
