@@ -128,7 +128,7 @@ def test_nats_config_writes_configs_the_server_accepts(tmp_path: Path) -> None:
                                text=True)  # fmt: skip
         assert check.returncode == 0, check.stderr
     secrets = {p.name: p for p in (out / "secrets").iterdir()}
-    assert set(secrets) == {"rules.password", "sink.password", "operator.password", "reader.password",
+    assert set(secrets) == {"rules.password", "sink.password", "responder.password", "operator.password", "reader.password",
                             "system.password",
                             "agent-gpu-001.password", "agent-gpu_002.password"}  # fmt: skip
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in secrets.values())
