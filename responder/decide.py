@@ -75,6 +75,11 @@ def wants_drain(h: HealthState) -> bool:
     return h.health != "Healthy" and any(a in DRAIN_ACTIONS for a in h.repair_actions)
 
 
+def asks_scheduler(ledger: Ledger, h: HealthState) -> bool:
+    """Whether deciding on the state needs the node's state from the scheduler (most states do not)."""
+    return wants_drain(h) or (h.health == "Healthy" and h.node in ledger.owned)
+
+
 def intent(ledger: Ledger, h: HealthState) -> tuple[ResponderAction, str]:
     """What the state asks of its node, given the faults the ledger holds (which it updates)."""
     key = f"{h.component}/{h.entity}"

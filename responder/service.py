@@ -18,15 +18,17 @@ import msgspec
 from nats.js import JetStreamContext
 
 from gpuhealth import bus, sd, subjects
-from gpuhealth.consumer import Consumer
+from gpuhealth.backoff import Backoff
+from gpuhealth.consumer import Consumer, is_outage
 from gpuhealth.errors import SchedulerError
 from gpuhealth.events import HEALTH_DECODER, Decision, HealthState, Incident, derived_id, encode, new_id, now_ns
-from responder.adapters import NodeState, Scheduler
+from responder.adapters import NodeState, Scheduler, node_name
 from responder.correlate import FleetIncident
-from responder.decide import COMPONENT, Ledger, Policy, Verdict, decide, record
+from responder.decide import COMPONENT, Ledger, Policy, Verdict, asks_scheduler, decide, record
 
 log = logging.getLogger("gpuhealth.responder")
 FLEET_TTL_S = 60.0  # how long the scheduler's list of nodes is trusted before it is asked again
+ACT_TRIES = 5  # about 7 s of back-off before a drain or resume the scheduler refuses is called failed
 FLEET_COMPONENT = "gpuhealth-fleet"  # fleet incidents: one fault with a shared cause across nodes
 
 
@@ -92,14 +94,18 @@ class ResponderService:
         self._made.clear()
 
     async def respond(self, h: HealthState) -> tuple[Decision, bus.Item | None]:
-        try:
-            current = await self.scheduler.state(h.node)
-        except SchedulerError as e:
-            current = NodeState(exists=False, drained=False)
-            log.warning("responder: the state of %s is unknown (%s)", h.node, e)
+        """The decision on one state. A scheduler that cannot say what a node is now raises: the consumer
+        holds the batch and retries (never a drain or resume decided blind, never ownership lost)."""
         now = time.time()
-        v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now)
-        v = await self._act(h.node, v)
+        try:
+            node_name(h.node)
+        except SchedulerError as e:
+            v = Verdict("none", "skipped", str(e))
+        else:
+            asks = asks_scheduler(self.ledger, h)
+            current = await self.scheduler.state(h.node) if asks else NodeState(exists=True, drained=False)
+            v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now)
+            v = await self._act(h.node, v)
         record(self.ledger, h.node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)
         decision = Decision(
@@ -123,15 +129,23 @@ class ResponderService:
         return subject, f"{incident.id}:{incident.seq}", encode(incident)
 
     async def _act(self, node: str, v: Verdict) -> Verdict:
+        """The verdict done on the scheduler, tried a few times (a controller just restarted refuses a
+        resume until the node registers again); still refused, it is a failed decision, not a stalled stream."""
         if v.outcome != "acted" or not self.policy.act or v.in_effect:
             return v
-        try:
-            if v.action == "drain":
-                await self.scheduler.drain(node, v.reason)
-            elif v.action == "resume":
-                await self.scheduler.resume(node)
-        except SchedulerError as e:
-            return v._replace(outcome="failed", why=f"{v.why}; the scheduler said: {e}")
+        delays = Backoff(first=0.5, cap=4.0)
+        for attempt in range(1, ACT_TRIES + 1):
+            try:
+                if v.action == "drain":
+                    await self.scheduler.drain(node, v.reason)
+                elif v.action == "resume":
+                    await self.scheduler.resume(node)
+                return v
+            except SchedulerError as e:
+                if attempt == ACT_TRIES:
+                    return v._replace(outcome="failed", why=f"{v.why}; the scheduler said: {e}")
+                log.warning("responder: %s %s refused (%s); trying again in %.1fs", v.action, node, e, delays.delay)
+                await delays.wait()
         return v
 
     def _breaker_state(self) -> bus.Item:
@@ -162,6 +176,7 @@ class ResponderService:
             handle=self.handle,
             batch=100,
             start_seq=await self._now_seq(),
+            outage=lambda e: is_outage(e) or isinstance(e, SchedulerError),  # Slurm away: hold, retry
         )
         await consumer.run(stop)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +41,7 @@ SelectType=select/linear
 MpiDefault=none
 SwitchType=switch/none
 ReturnToService=2
+MessageTimeout=3
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -73,6 +75,7 @@ class LocalSlurm:
                     f"--seed-file={m}/seed", f"--log-file={self.root}/log/munged.log")  # fmt: skip
         self._until(lambda: (m / "sock").exists(), "munged's socket")
         self._spawn("slurmctld", "-D", "-c", "-f", str(self.conf))
+        self.controller = self.procs[-1]
         self._until(lambda: self.run("scontrol", "ping").returncode == 0, "slurmctld answering scontrol ping")
         for n in NODES:
             self._spawn("slurmd", "-D", "-N", n, "-f", str(self.conf))
@@ -114,6 +117,15 @@ class LocalSlurm:
             if state != "idle":
                 self.run("scontrol", "update", f"NodeName={n}", "State=RESUME")
         self._until(lambda: self.states() == dict.fromkeys(NODES, "idle"), "every node idle again")
+
+    def pause_controller(self) -> None:
+        """slurmctld not answering, as in a controller outage: stopped, not restarted (a restart would
+        recover its state from disk, another test's business)."""
+        self.controller.send_signal(signal.SIGSTOP)
+
+    def continue_controller(self) -> None:
+        self.controller.send_signal(signal.SIGCONT)
+        self._until(lambda: self.run("scontrol", "ping").returncode == 0, "slurmctld answering again")
 
     def stop(self) -> None:
         for p in reversed(self.procs):

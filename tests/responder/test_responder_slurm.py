@@ -296,3 +296,43 @@ async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_ar
         assert (last.node, last.component, last.entity, last.code) == (
             "resp-host", "gpuhealth-fleet", "switch:leaf-1", "accelerator-nvidia-error-xid")  # fmt: skip
         assert last.count == 4 and "behind switch leaf-1" in last.reason and "held for a person" in last.reason
+
+
+async def test_with_slurm_away_the_responder_holds_and_resumes_once_it_answers(
+    tmp_path: Path, slurm: LocalSlurm
+) -> None:
+    async with stack(tmp_path, slurm, "--act") as s:
+        await s.fault("n4")
+        await s.until(lambda: slurm.states()["n4"] == "drained", "n4 drained")
+        slurm.pause_controller()
+        try:
+            await s.reboot("n4")
+            await s.until(lambda: "failed (SchedulerError" in s.log("responder"), "the responder retrying")
+            assert s.decided("n4") == [("drain", "acted")], "nothing decided blind"
+        finally:
+            slurm.continue_controller()
+        await s.until(lambda: slurm.states().get("n4", "").rstrip("*") == "idle", "n4 resumed", timeout=60)
+        await s.until(lambda: len(s.decided("n4")) == 2, "the resume decided")
+        assert s.decided("n4") == [("drain", "acted"), ("resume", "acted")]
+
+
+FLAKY = """#!/bin/sh
+# Refuses the first two drains (a controller that has just restarted), then takes them.
+read -r request
+case "$request" in
+  *'"fleet"'*) echo '{"nodes": ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]}' ;;
+  *'"state"'*) echo '{"exists": true, "drained": false}' ;;
+  *'"drain"'*) echo x >> "$0.tries"; [ "$(wc -l < "$0.tries")" -gt 2 ] || { echo "not yet" >&2; exit 1; } ;;
+esac
+"""
+
+
+async def test_a_refused_drain_is_tried_again_before_it_is_called_failed(tmp_path: Path, slurm: LocalSlurm) -> None:
+    hook = tmp_path / "flaky.sh"
+    hook.write_text(FLAKY)
+    hook.chmod(0o755)
+    async with stack(tmp_path, slurm, "--act", "--adapter", "command", "--command", str(hook)) as s:
+        await s.fault("gpu-3")
+        await s.until(lambda: len(s.decided("gpu-3")) == 1, "gpu-3 decided")
+        assert s.decided("gpu-3") == [("drain", "acted")]
+        assert (tmp_path / "flaky.sh.tries").read_text().count("x") == 3
