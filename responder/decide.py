@@ -108,6 +108,7 @@ def intent(ledger: Ledger, h: HealthState) -> tuple[ResponderAction, str]:
 def gate(ledger: Ledger, policy: Policy, fleet: int, now: float) -> str | None:
     """Why a drain now is refused (the circuit breaker, then the rate limit), or None."""
     window = [(t, n) for t, n in ledger.drains if t > now - policy.breaker_window_s]
+    last_minute = sum(1 for t, _ in ledger.drains if t > now - 60)
     size = policy.fleet_size or fleet or len(ledger.seen)
     allowed = int(policy.breaker_fraction * size)
     drained = len({n for _, n in window})
@@ -116,7 +117,6 @@ def gate(ledger: Ledger, policy: Policy, fleet: int, now: float) -> str | None:
             f"circuit breaker: {drained} of {size} nodes drained in the last {policy.breaker_window_s:g}s, "
             f"the limit is {policy.breaker_fraction:.0%} ({allowed})"
         )
-    last_minute = sum(1 for t, _ in window if t > now - 60)
     if last_minute >= policy.max_drains_per_minute:
         return f"rate limit: {last_minute} drains in the last 60s (at most {policy.max_drains_per_minute})"
     return None
@@ -155,7 +155,8 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
 def record(ledger: Ledger, node: str, verdict: Verdict, now: float, policy: Policy) -> None:
     """Keep what a verdict did: a drain owned (and counted by the breaker), a resume given up, a
     resume skipped because the node is not gpuhealth's any more given up too."""
-    ledger.drains = [(t, n) for t, n in ledger.drains if t > now - policy.breaker_window_s]
+    kept = max(policy.breaker_window_s, 60.0)  # the breaker's window, and the rate limit's minute
+    ledger.drains = [(t, n) for t, n in ledger.drains if t > now - kept]
     if verdict.action == "drain" and verdict.outcome in ("acted", "dry_run"):
         if node not in ledger.owned:
             ledger.drains.append((now, node))

@@ -181,3 +181,9 @@ def test_faults_spread_in_time_or_of_other_kinds_are_no_burst() -> None:
                   now=float(i), fleet=6).outcome for i, (n, c) in enumerate(
         [("n1", "a"), ("n2", "b"), ("n3", "c")], 1)]  # fmt: skip
     assert mixed == ["acted", "acted", "acted"]
+
+
+def test_the_rate_limit_holds_with_a_breaker_window_shorter_than_its_minute() -> None:
+    ledger, policy = Ledger(), Policy(act=True, max_drains_per_minute=2, breaker_window_s=10.0)
+    outcomes = [step(ledger, state(f"n{i}", i=i), policy=policy, fleet=100, now=i * 20.0).outcome for i in (1, 2, 3)]
+    assert outcomes == ["acted", "acted", "refused"]
