@@ -117,6 +117,8 @@ def serve_responder(
     burst_nodes: Annotated[int, typer.Option("--burst-nodes", min=0,
                                              help="nodes of one group with one fault: a fleet incident (0: off)")] = 3,
     burst_window: Annotated[float, typer.Option("--burst-window", min=1.0, help="seconds")] = 60.0,
+    group_by: Annotated[list[str] | None, typer.Option("--group-by-inventory",
+                                                       help="also group nodes by: driver, gpu-model")] = None,
     data_dir: DataDirOpt = None,
     node: NodeOpt = None,
     cluster: ClusterOpt = None,
@@ -138,9 +140,12 @@ def serve_responder(
         scheduler = CommandHook(command)
     else:
         raise ConfigError(f"--adapter {adapter!r}: slurm, or command with --command PATH")
+    unknown = sorted(set(group_by or []) - set(correlate.INVENTORY_KINDS))
+    if unknown:
+        raise ConfigError(f"--group-by-inventory {', '.join(unknown)}: one of {', '.join(correlate.INVENTORY_KINDS)}")
     policy = Policy(act=act, breaker_fraction=breaker_fraction, breaker_window_s=breaker_window,
                     max_drains_per_minute=max_drains_per_minute, fleet_size=fleet_size, burst_nodes=burst_nodes,
-                    burst_window_s=burst_window,
+                    burst_window_s=burst_window, inventory_groups=tuple(group_by or ()),
                     topology=correlate.load(topology) if topology else correlate.Topology())  # fmt: skip
     me = read_identity(cluster=cluster, node=node)
     raise typer.Exit(asyncio.run(serve(nats, scheduler, policy, data_dir_of(data_dir), Identity(me.cluster, me.node))))

@@ -1,7 +1,8 @@
 """Fleet correlation: one fault type on many nodes that share a switch, a rack (any group a site file
-names) within a short window is one fleet incident with a shared cause, not many broken nodes. From
-the node that makes it a burst on, drains in that group are held for a person: draining forty nodes
-behind one failing leaf switch is the worst response there is.
+names) or, asked for, a driver version or GPU model (from the nodes' inventories) within a short window
+is one fleet incident with a shared cause, not many broken nodes. From the node that makes it a burst
+on, drains in that group are held for a person: draining forty nodes behind one failing leaf switch is
+the worst response there is.
 
 The site file (TOML) maps each kind of group to its groups and their nodes:
 
@@ -14,11 +15,16 @@ The site file (TOML) maps each kind of group to its groups and their nodes:
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
 from gpuhealth.errors import ConfigError
+from gpuhealth.events import Inventory
+
+Groups = Callable[[str], list[tuple[str, str]]]  # node -> the (kind, name) groups it is in
+INVENTORY_KINDS = ("driver", "gpu-model")
 
 
 class Topology(msgspec.Struct, frozen=True):
@@ -36,6 +42,17 @@ def load(path: Path) -> Topology:
         raise ConfigError(f"{path}: not a topology file ([kind] group = [nodes]): {e}") from e
 
 
+def inventory_groups(inv: Inventory, kinds: Sequence[str]) -> list[tuple[str, str]]:
+    """The groups a node's inventory puts it in: its driver version, its (first) GPU's model."""
+    out = []
+    if "driver" in kinds and inv.driver_version:
+        out.append(("driver", inv.driver_version))
+    models = sorted({g.name for g in inv.gpus if g.name})
+    if "gpu-model" in kinds and models:
+        out.append(("gpu-model", models[0]))
+    return out
+
+
 class FleetIncident(msgspec.Struct, kw_only=True):
     kind: str  # switch, rack, ...
     group: str
@@ -49,7 +66,7 @@ class FleetIncident(msgspec.Struct, kw_only=True):
 
     def describe(self, window_s: float) -> str:
         return (
-            f"fleet incident: {len(self.nodes)} nodes behind {self.kind} {self.group} report {self.fault} "
+            f"fleet incident: {len(self.nodes)} nodes sharing {self.kind} {self.group} report {self.fault} "
             f"within {window_s:g}s, a shared cause: drains held for a person ({', '.join(self.nodes)})"
         )
 
@@ -57,7 +74,7 @@ class FleetIncident(msgspec.Struct, kw_only=True):
 def burst(
     recent: list[tuple[float, str, str]],
     incidents: dict[str, FleetIncident],
-    topology: Topology,
+    groups_of: Groups,
     node: str,
     fault: str,
     now: float,
@@ -73,9 +90,8 @@ def burst(
         del incidents[key]  # a burst that ended: a later one is a new incident
     if nodes <= 0:
         return None
-    for kind, name in topology.groups_of(node):
-        members = set(topology.groups[kind][name])
-        hit = sorted({n for _, n, f in recent if f == fault and n in members})
+    for kind, name in groups_of(node):
+        hit = sorted({n for _, n, f in recent if f == fault and (kind, name) in groups_of(n)})
         if len(hit) < nodes:
             continue
         found = incidents.get(f"{kind}:{name}:{fault}")

@@ -16,6 +16,7 @@ Rules, in order:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -40,6 +41,7 @@ class Policy:
     burst_nodes: int = 3  # 0: no fleet correlation
     burst_window_s: float = 60.0
     topology: Topology = field(default_factory=Topology)
+    inventory_groups: tuple[str, ...] = ()  # also group by these of the nodes' inventories (driver, gpu-model)
 
 
 class Ledger(msgspec.Struct, kw_only=True):
@@ -122,8 +124,10 @@ def gate(ledger: Ledger, policy: Policy, fleet: int, now: float) -> str | None:
     return None
 
 
-def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, fleet: int, now: float) -> Verdict:
-    """The verdict on one health state; ``record`` then keeps its effect in the ledger."""
+def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, fleet: int, now: float,
+           labels: Mapping[str, list[tuple[str, str]]] | None = None) -> Verdict:  # fmt: skip
+    """The verdict on one health state; ``record`` then keeps its effect in the ledger. ``labels``: the
+    groups the nodes' inventories put them in (``policy.inventory_groups``), beside the site's topology."""
     action, why = intent(ledger, h)
     done: ResponderOutcome = "acted" if policy.act else "dry_run"
     if action == "none":
@@ -135,7 +139,11 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
             return Verdict("drain", "acted", f"already drained by gpuhealth: {current.reason}", current.reason, True)
         if current.drained:
             return Verdict("drain", "skipped", f"already drained by someone else: {current.reason}")
-        incident = burst(ledger.recent, ledger.incidents, policy.topology, h.node, h.component, now,
+
+        def groups_of(node: str) -> list[tuple[str, str]]:
+            return policy.topology.groups_of(node) + list((labels or {}).get(node, []))
+
+        incident = burst(ledger.recent, ledger.incidents, groups_of, h.node, h.component, now,
                          nodes=policy.burst_nodes, window_s=policy.burst_window_s)  # fmt: skip
         if incident is not None:
             return Verdict("drain", "held", incident.describe(policy.burst_window_s), incident=incident)

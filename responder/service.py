@@ -15,20 +15,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import nats.js.errors
 from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
 
 from gpuhealth import bus, sd, subjects
 from gpuhealth.backoff import Backoff
 from gpuhealth.consumer import Consumer, is_outage
 from gpuhealth.errors import SchedulerError
-from gpuhealth.events import HEALTH_DECODER, Decision, HealthState, Incident, derived_id, encode, new_id, now_ns
+from gpuhealth.events import (
+    HEALTH_DECODER,
+    INVENTORY_DECODER,
+    Decision,
+    HealthState,
+    Incident,
+    derived_id,
+    encode,
+    new_id,
+    now_ns,
+)
 from responder.adapters import NodeState, Scheduler, node_name
-from responder.correlate import FleetIncident
-from responder.decide import COMPONENT, Ledger, Policy, Verdict, asks_scheduler, decide, record
+from responder.correlate import FleetIncident, inventory_groups
+from responder.decide import COMPONENT, Ledger, Policy, Verdict, asks_scheduler, decide, record, wants_drain
 
 log = logging.getLogger("gpuhealth.responder")
 FLEET_TTL_S = 60.0  # how long the scheduler's list of nodes is trusted before it is asked again
 ACT_TRIES = 5  # about 7 s of back-off before a drain or resume the scheduler refuses is called failed
+LABELS_TTL_S = 300.0  # a node's driver and GPU model change with a reboot, not within a burst
 FLEET_COMPONENT = "gpuhealth-fleet"  # fleet incidents: one fault with a shared cause across nodes
 
 
@@ -46,6 +59,8 @@ class ResponderService:
         self.ledger_path = data_dir / "responder" / ("ledger.json" if policy.act else "ledger-dry-run.json")
         self.ledger = self._load()
         self._fleet: tuple[float, int] = (0.0, 0)
+        self._labels: dict[str, tuple[float, list[tuple[str, str]]]] = {}
+        self._inventory: KeyValue | None = None
         # Decisions made on states whose batch is not acknowledged yet: a batch retried after a failed
         # publish is answered with them, not decided again (which would find its own drains done).
         self._made: dict[str, tuple[Decision, bus.Item | None]] = {}
@@ -76,6 +91,29 @@ class ResponderService:
             self._fleet = (time.monotonic(), size)
         return size
 
+    async def labels(self, nodes: set[str]) -> dict[str, list[tuple[str, str]]]:
+        """The groups the nodes' inventories (the rules' KV bucket) put them in, when asked for."""
+        if not self.policy.inventory_groups:
+            return {}
+        out = {}
+        for node in nodes:
+            at, groups = self._labels.get(node, (0.0, []))
+            if time.monotonic() - at > LABELS_TTL_S or not at:
+                groups = await self._inventory_groups(node)
+                self._labels[node] = (time.monotonic(), groups)
+            out[node] = groups
+        return out
+
+    async def _inventory_groups(self, node: str) -> list[tuple[str, str]]:
+        if self._inventory is None:
+            self._inventory = await self.js.key_value(subjects.KV_INVENTORY)
+        try:
+            entry = await self._inventory.get(subjects.kv_escape(node))
+            inv = INVENTORY_DECODER.decode(entry.value or b"")
+        except (nats.js.errors.KeyNotFoundError, msgspec.DecodeError, msgspec.ValidationError):
+            return []  # no inventory (yet): in no inventory group
+        return inventory_groups(inv, self.policy.inventory_groups)
+
     async def handle(self, states: list[HealthState]) -> None:
         tripped = self.ledger.tripped
         out: list[bus.Item] = []
@@ -104,7 +142,8 @@ class ResponderService:
         else:
             asks = asks_scheduler(self.ledger, h)
             current = await self.scheduler.state(h.node) if asks else NodeState(exists=True, drained=False)
-            v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now)
+            near = {h.node, *(n for _, n, _ in self.ledger.recent)} if wants_drain(h) else set()
+            v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now, await self.labels(near))
             v = await self._act(h.node, v)
         record(self.ledger, h.node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)

@@ -24,6 +24,7 @@ from gpuhealth.events import (
     Decision,
     HealthState,
     Incident,
+    Inventory,
     KernelEvent,
     encode,
     new_id,
@@ -295,7 +296,7 @@ async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_ar
         last = max(incidents, key=lambda i: i.seq)
         assert (last.node, last.component, last.entity, last.code) == (
             "resp-host", "gpuhealth-fleet", "switch:leaf-1", "accelerator-nvidia-error-xid")  # fmt: skip
-        assert last.count == 4 and "behind switch leaf-1" in last.reason and "held for a person" in last.reason
+        assert last.count == 4 and "sharing switch leaf-1" in last.reason and "held for a person" in last.reason
 
 
 async def test_with_slurm_away_the_responder_holds_and_resumes_once_it_answers(
@@ -336,3 +337,27 @@ async def test_a_refused_drain_is_tried_again_before_it_is_called_failed(tmp_pat
         await s.until(lambda: len(s.decided("gpu-3")) == 1, "gpu-3 decided")
         assert s.decided("gpu-3") == [("drain", "acted")]
         assert (tmp_path / "flaky.sh.tries").read_text().count("x") == 3
+
+
+async def test_a_burst_on_one_driver_version_from_the_inventories_is_held(tmp_path: Path, slurm: LocalSlurm) -> None:
+    async with stack(tmp_path, slurm, "--act", "--group-by-inventory", "driver", "--breaker-fraction", "1") as s:
+        js = s.nc.jetstream()
+        for node, driver in (("n1", "550.54"), ("n2", "550.54"), ("n3", "550.54"), ("n5", "560.28")):
+            inv = Inventory(id=new_id(), time=time.time_ns(), cluster="c", node=node, source="nvml",
+                            component="inventory", driver_version=driver)  # fmt: skip
+            await bus.publish_batch(js, [(subjects.inventory_subject(node), inv.id, encode(inv))])
+        kv = await js.key_value(subjects.KV_INVENTORY)
+
+        async def stored() -> int:
+            return (await kv.status()).values
+
+        deadline = time.monotonic() + 30 * LOAD_SLACK
+        while await stored() < 4:
+            assert time.monotonic() < deadline, "the rules did not keep the inventories"
+            await asyncio.sleep(0.1)
+        for node in ("n5", "n1", "n2", "n3"):
+            await s.fault(node)
+        await s.until(lambda: len(s.decisions) == 4, "four decisions")
+        held = [d for d in s.decisions if d.outcome == "held"]
+        assert sorted(d.outcome for d in s.decisions) == ["acted", "acted", "acted", "held"]
+        assert len(held) == 1 and held[0].node in ("n1", "n2", "n3") and "sharing driver 550.54" in held[0].why

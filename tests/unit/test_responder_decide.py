@@ -7,9 +7,9 @@ import msgspec
 import pytest
 
 from gpuhealth.errors import SchedulerError
-from gpuhealth.events import HealthState, RepairAction
+from gpuhealth.events import GpuInfo, HealthState, Inventory, RepairAction
 from responder.adapters import NodeState, node_name, slurm_reason
-from responder.correlate import Topology
+from responder.correlate import Topology, inventory_groups
 from responder.decide import Ledger, Policy, Verdict, decide, record
 
 XID = "accelerator-nvidia-error-xid"
@@ -161,7 +161,7 @@ def test_a_burst_of_one_fault_behind_one_switch_is_one_fleet_incident_and_its_dr
         ["n1", "n5", "n2", "n3", "n4"], 1)]  # fmt: skip
     assert [v.outcome for v in verdicts] == ["acted", "acted", "acted", "held", "held"]
     assert verdicts[3].why == (
-        "fleet incident: 3 nodes behind switch leaf-1 report accelerator-nvidia-error-xid within 60s, "
+        "fleet incident: 3 nodes sharing switch leaf-1 report accelerator-nvidia-error-xid within 60s, "
         "a shared cause: drains held for a person (n1, n2, n3)"
     )
     incident = verdicts[4].incident
@@ -187,3 +187,24 @@ def test_the_rate_limit_holds_with_a_breaker_window_shorter_than_its_minute() ->
     ledger, policy = Ledger(), Policy(act=True, max_drains_per_minute=2, breaker_window_s=10.0)
     outcomes = [step(ledger, state(f"n{i}", i=i), policy=policy, fleet=100, now=i * 20.0).outcome for i in (1, 2, 3)]
     assert outcomes == ["acted", "acted", "refused"]
+
+
+def test_inventory_groups_name_the_driver_and_gpu_model() -> None:
+    inv = Inventory(id="i", time=1, cluster="c", node="n1", source="nvml", component="inventory", driver_version="550.54",
+                    gpus=[GpuInfo(index=0, pci_bus_id="0000:04:00.0", name="NVIDIA H100 80GB HBM3")])  # fmt: skip
+    assert inventory_groups(inv, ("driver", "gpu-model")) == [
+        ("driver", "550.54"),
+        ("gpu-model", "NVIDIA H100 80GB HBM3"),
+    ]
+    assert inventory_groups(inv, ("driver",)) == [("driver", "550.54")]
+    assert inventory_groups(Inventory(id="i", time=1, cluster="c", node="n1", source="nvml", component="inventory"),
+                            ("driver", "gpu-model")) == []  # fmt: skip
+
+
+def test_a_burst_on_one_driver_version_is_held_like_one_behind_a_switch() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, inventory_groups=("driver",))
+    labels = {n: [("driver", "550.54")] for n in ("n1", "n2", "n3")} | {"n4": [("driver", "560.28")]}
+    outcomes = [decide(ledger, state(n, i=i), IDLE, policy, 10, float(i), labels) for i, n in enumerate(
+        ["n1", "n4", "n2", "n3"], 1)]  # fmt: skip
+    assert [v.outcome for v in outcomes] == ["acted", "acted", "acted", "held"]
+    assert "sharing driver 550.54" in outcomes[3].why
