@@ -107,8 +107,9 @@ def intent(ledger: Ledger, h: HealthState) -> tuple[ResponderAction, str]:
     return "resume", f"every fault that drained {h.node} is cleared ({h.health}: {h.reason})"
 
 
-def gate(ledger: Ledger, policy: Policy, fleet: int, now: float) -> str | None:
-    """Why a drain now is refused (the circuit breaker, then the rate limit), or None."""
+def gate(ledger: Ledger, policy: Policy, fleet: int, now: float, node: str = "") -> str | None:
+    """Why a drain of ``node`` now is refused (the circuit breaker, over the fleet and over each switch
+    or rack of the site's topology it is in, then the rate limit), or None."""
     window = [(t, n) for t, n in ledger.drains if t > now - policy.breaker_window_s]
     last_minute = sum(1 for t, _ in ledger.drains if t > now - 60)
     size = policy.fleet_size or fleet or len(ledger.seen)
@@ -119,6 +120,15 @@ def gate(ledger: Ledger, policy: Policy, fleet: int, now: float) -> str | None:
             f"circuit breaker: {drained} of {size} nodes drained in the last {policy.breaker_window_s:g}s, "
             f"the limit is {policy.breaker_fraction:.0%} ({allowed})"
         )
+    for kind, name in policy.topology.groups_of(node):
+        members = set(policy.topology.groups[kind][name])
+        allowed = int(policy.breaker_fraction * len(members))
+        drained = len({n for _, n in window if n in members})
+        if drained + 1 > allowed:
+            return (
+                f"circuit breaker: {drained} of {len(members)} nodes of {kind} {name} drained in the last "
+                f"{policy.breaker_window_s:g}s, the limit is {policy.breaker_fraction:.0%} ({allowed})"
+            )
     if last_minute >= policy.max_drains_per_minute:
         return f"rate limit: {last_minute} drains in the last 60s (at most {policy.max_drains_per_minute})"
     return None
@@ -147,7 +157,7 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
                          nodes=policy.burst_nodes, window_s=policy.burst_window_s)  # fmt: skip
         if incident is not None:
             return Verdict("drain", "held", incident.describe(policy.burst_window_s), incident=incident)
-        refused = gate(ledger, policy, fleet, now)
+        refused = gate(ledger, policy, fleet, now, h.node)
         if refused:
             return Verdict("drain", "refused", refused)
         return Verdict("drain", done, why, why)

@@ -208,3 +208,13 @@ def test_a_burst_on_one_driver_version_is_held_like_one_behind_a_switch() -> Non
         ["n1", "n4", "n2", "n3"], 1)]  # fmt: skip
     assert [v.outcome for v in outcomes] == ["acted", "acted", "acted", "held"]
     assert "sharing driver 550.54" in outcomes[3].why
+
+
+def test_the_breaker_also_caps_each_rack_of_the_topology() -> None:
+    racks = Topology({"rack": {"r1": ["n1", "n2", "n3", "n4"], "r2": ["n5", "n6", "n7", "n8"]}})
+    ledger, policy = Ledger(), Policy(act=True, topology=racks, burst_nodes=0)
+    verdicts = [step(ledger, state(n, i=i), policy=policy, now=float(i), fleet=100) for i, n in enumerate(
+        ["n1", "n2", "n3", "n5"], 1)]  # fmt: skip
+    assert [v.outcome for v in verdicts] == ["acted", "acted", "refused", "acted"]
+    assert verdicts[2].why == "circuit breaker: 2 of 4 nodes of rack r1 drained in the last 300s, the limit is 50% (2)"
+    assert ledger.tripped is False, "the last drain went through: the breaker closed"
