@@ -13,7 +13,7 @@ from tests.responder.slurm import LocalSlurm, available
 
 @pytest.fixture(scope="session")
 def slurm_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm]:
-    need(available(), "Slurm (slurm-wlm, munge: deploy/test-deps.sh) run as root")
+    need(available(), "Slurm (slurm-wlm and munge: deploy/test-deps.sh)")
     s = LocalSlurm(Path(tmp_path_factory.mktemp("slurm")))
     try:
         s.start()

@@ -1,10 +1,12 @@
 """A real one-machine Slurm for the responder's tests: munged, slurmctld and one slurmd per fake node
 (Debian's slurm-wlm runs several slurmd on one host, each with ``-N name`` and its own port), all in the
-foreground as root, with their own config, state, spool, logs, munge key and socket under one directory."""
+foreground as the test's own user (root or not: no job ever runs), with their own config, state, spool,
+logs, munge key and socket under one directory."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -20,8 +22,8 @@ ClusterName=gpuhealth-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={ctld_port}
 SlurmdPort={d_port}
-SlurmUser=root
-SlurmdUser=root
+SlurmUser={user}
+SlurmdUser={user}
 AuthType=auth/munge
 AuthInfo=socket={root}/munge/sock
 CredType=cred/munge
@@ -47,9 +49,8 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 def available() -> bool:
-    """Slurm and munge installed (deploy/test-deps.sh), and root to run them as themselves."""
-    tools = ("munged", "slurmctld", "slurmd", "scontrol", "sinfo")
-    return all(shutil.which(t) for t in tools) and os.geteuid() == 0
+    """Slurm and munge installed (deploy/test-deps.sh)."""
+    return all(shutil.which(t) for t in ("munged", "slurmctld", "slurmd", "scontrol", "sinfo"))
 
 
 class LocalSlurm:
@@ -69,7 +70,9 @@ class LocalSlurm:
             f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={free_port()} CPUs=1 RealMemory=100"
             for n in NODES
         )
-        self.conf.write_text(_CONF.format(root=self.root, ctld_port=free_port(), d_port=free_port()) + nodes + "\n")
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        conf = _CONF.format(root=self.root, ctld_port=free_port(), d_port=free_port(), user=user)
+        self.conf.write_text(conf + nodes + "\n")
         m = self.root / "munge"
         self._spawn("munged", "-F", "-f", f"--socket={m}/sock", f"--key-file={key}", f"--pid-file={m}/pid",
                     f"--seed-file={m}/seed", f"--log-file={self.root}/log/munged.log")  # fmt: skip
