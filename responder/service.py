@@ -214,6 +214,7 @@ class ResponderService:
             stage="responder",
             handle=self.handle,
             batch=100,
+            ack_wait_s=90.0,  # a batch may wait on scontrol (its MessageTimeout) and on _act's back-off
             start_seq=await self._now_seq(),
             outage=lambda e: is_outage(e) or isinstance(e, SchedulerError),  # Slurm away: hold, retry
         )
