@@ -10,7 +10,8 @@ One account (``GPUHEALTH``) holds every identity:
 - ``rules``, ``sink``: the services, with the JetStream API, acks and the
   subjects they publish; they create and update the streams;
 - ``responder``: reads the health stream through its durable consumer and publishes only its
-  decisions, its own breaker's state (``health.<node>.gpuhealth-responder``) and fleet incidents
+  decisions, its own breaker's state (``health.<node>.gpuhealth-responder``, and in the health
+  bucket) and fleet incidents
   (``incident.<node>.gpuhealth-fleet``): it cannot speak as a node's agent or as the rules;
 - ``operator``: what ``gpuctl`` needs: read everything, send commands to agents
   (fault injection and checks) and set-healthy events;
@@ -86,7 +87,8 @@ SERVICE_PERMISSIONS: dict[str, dict[str, Any]] = {
     },
     "responder": {
         "publish": {"allow": [f"{PREFIX}.decision.>", f"{PREFIX}.health.*.gpuhealth-responder",
-                              f"{PREFIX}.incident.*.gpuhealth-fleet", "$JS.API.>", "$JS.ACK.>"]},
+                              f"$KV.{KV_HEALTH}.*.gpuhealth-responder.*", f"{PREFIX}.incident.*.gpuhealth-fleet",
+                              "$JS.API.>", "$JS.ACK.>"]},
         "subscribe": {"allow": ["_INBOX.>"]},
     },
     "operator": {

@@ -126,9 +126,10 @@ class ResponderService:
             if incident is not None:
                 out.append(incident)
         self._save()
+        messages = [bus.with_id(*item) for item in out]
         if self.ledger.tripped != tripped:
-            out.append(self._breaker_state())
-        await bus.publish_batch(self.js, out)
+            messages += self._breaker_state()
+        await bus.publish_messages(self.js, messages)
         self._made.clear()
 
     async def respond(self, h: HealthState) -> tuple[Decision, bus.Item | None]:
@@ -187,7 +188,8 @@ class ResponderService:
                 await delays.wait()
         return v
 
-    def _breaker_state(self) -> bus.Item:
+    def _breaker_state(self) -> list[bus.Message]:
+        """The breaker's own health, on its subject and in the health bucket (gpuctl status shows it)."""
         at = now_ns()
         tripped = self.ledger.tripped
         why = (
@@ -202,7 +204,9 @@ class ResponderService:
             reason=why, since=at,
         )  # fmt: skip
         (log.error if tripped else log.info)("responder: %s", why)
-        return subjects.health_subject(self.me.node, COMPONENT), state.id, encode(state)
+        key = subjects.health_key(self.me.node, COMPONENT, state.entity)
+        return [bus.with_id(subjects.health_subject(self.me.node, COMPONENT), state.id, encode(state)),
+                bus.kv_put(subjects.KV_HEALTH, key, encode(state))]  # fmt: skip
 
     async def run(self, stop: asyncio.Event) -> None:
         consumer = Consumer(

@@ -211,6 +211,9 @@ async def test_60_percent_of_the_fleet_faulting_at_once_trips_the_breaker(tmp_pa
         await s.until(lambda: any(h.component == "gpuhealth-responder" for h in s.states), "the breaker's state")
         breaker = next(h for h in s.states if h.component == "gpuhealth-responder")
         assert (breaker.node, breaker.entity, breaker.health) == ("resp-host", "circuit-breaker", "Unhealthy")
+        kv = await s.nc.jetstream().key_value(subjects.KV_HEALTH)
+        entry = await kv.get(subjects.health_key("resp-host", "gpuhealth-responder", "circuit-breaker"))
+        assert HEALTH_DECODER.decode(entry.value or b"").health == "Unhealthy", "gpuctl status shows it"
 
 
 async def test_dry_run_is_the_default_and_touches_no_node(tmp_path: Path, slurm: LocalSlurm) -> None:
