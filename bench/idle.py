@@ -11,7 +11,7 @@ Prints its figures as one JSON object on the last line.
 
     python bench/idle.py [DURATION_SECONDS] [SETTLE_SECONDS]      (defaults 90, 15)
 
-At rest the sink stores metrics every 30 s (sinks/clickhouse.py METRICS_LINGER_S): 90 s hold three.
+At rest the sink stores metrics every 30 s (sinks/service.py METRICS_LINGER_S): 90 s hold three.
 """
 
 from __future__ import annotations

@@ -47,7 +47,8 @@ from gpuhealth import bus, subjects
 from gpuhealth.events import HEALTH_DECODER, KernelEvent, derived_id, encode
 from gpuhealth.natsd import EmbeddedNats
 from rules.service import RulesService
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
+from sinks.service import SinkService
 
 T0 = 1_763_700_000_000_000_000
 

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gpuhealth import bus, subjects
 from gpuhealth.events import encode
 from gpuhealth.natsd import EmbeddedNats
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
+from sinks.service import SinkService
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import kernel_event

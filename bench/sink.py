@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gpuhealth import bus, subjects
 from gpuhealth.events import MetricBatch, derived_id, encode
 from gpuhealth.natsd import EmbeddedNats
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
 from sinks.rows import METRIC_COLUMNS, metric_rows
+from sinks.service import SinkService
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pipeline import kernel_event, raw_jetstream

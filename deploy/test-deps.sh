@@ -2,12 +2,13 @@
 # What the test suite needs beyond pip: systemd-python builds against libsystemd (pkg-config finds it), the
 # journald tests write real journal files with systemd-journal-remote, systemd-analyze (package systemd) judges
 # the units, the weekly report's HTML is rendered in headless chromium, and the JavaScript example (examples/js)
-# runs on Node with its locked npm packages, and the package prometheus: promtool judges every /metrics and the
-# shipped scrape config, and Prometheus itself scrapes a running stack with it. Debian/Ubuntu; installs only what is
-# missing.
+# runs on Node with its locked npm packages; the package prometheus: promtool judges every /metrics and the
+# shipped scrape config, and Prometheus itself scrapes a running stack with it; the responder's tests drain and
+# resume nodes of a real one-machine Slurm (slurmctld, slurmd and munge from slurm-wlm). Debian/Ubuntu; installs
+# only what is missing.
 set -eu
 need=""
-for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote chromium; do
+for pkg in libsystemd-dev pkg-config systemd systemd-journal-remote chromium slurm-wlm munge; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 command -v node >/dev/null 2>&1 || need="$need nodejs"

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.exceptions import TyperException
 
-from gpuctl import checks, deploy, kernel, read, report, rules, schema, serve
+from gpuctl import checks, deploy, kernel, read, report, responder, rules, schema, serve
 from gpuctl.options import (
     STATUS_EXIT,
     DataDirOpt,
@@ -93,6 +93,8 @@ app.add_typer(checks.check_app, name="check")
 app.command("nats-config")(deploy.nats_config)
 app.add_typer(report.report_app, name="report")
 app.add_typer(report.inventory_app, name="inventory")
+app.add_typer(responder.responder_app, name="responder")
+serve.serve_app.command("responder")(responder.serve_responder)  # beside its status command, not in serve.py
 app.command("fleet")(read.fleet)
 
 
@@ -223,7 +225,9 @@ def _print_states(states: list[HealthState], gpus: list[dict[str, Any]], *, show
 
 @app.command("schema")
 def print_schema(
-    family: Annotated[str, typer.Argument(help="event | metric | inventory | health | incident | dlq")] = "event",
+    family: Annotated[
+        str, typer.Argument(help="event | metric | inventory | health | incident | dlq | decision")
+    ] = "event",
     out: Annotated[Path | None, typer.Option("--out", help="write here instead of stdout")] = None,
     directory: Annotated[Path | None, typer.Option(
         "--dir", help="write every family's schema into DIR as <family>.schema.json")] = None,

@@ -204,6 +204,32 @@ class CheckSpec(_Out):
     last: CheckRun | None
 
 
+class ResponderDrained(_Out):
+    node: str
+    why: str  # the reason gpuhealth drained it with
+    since: str
+
+
+class ResponderDecision(_Out):
+    time: str
+    node: str
+    component: str
+    entity: str
+    action: str  # drain, resume, none
+    outcome: str  # acted, dry_run (pending --act), skipped, refused, failed
+    why: str
+    adapter: str
+
+
+class ResponderStatus(_Out):
+    """gpuctl responder status --json: the nodes gpuhealth holds drained, and its recent decisions."""
+
+    since: str
+    drained: list[ResponderDrained]
+    counts: dict[str, int]  # decisions in the window, by outcome
+    decisions: list[ResponderDecision]
+
+
 OUTPUTS: dict[str, Any] = {
     "status": Status,
     "fleet": Fleet,
@@ -214,6 +240,7 @@ OUTPUTS: dict[str, Any] = {
     "check run": list[CheckRun],
     "check list": list[CheckSpec],
     "report weekly": Report,
+    "responder status": ResponderStatus,
     "version": Version,
 }
 

@@ -115,3 +115,31 @@ class UpOptions(RulesFileOptions, StoreOptions):
         help="serve the rules' and the sink's /metrics, /healthz and /readyz on HOST:PORT (the agent's are on "
         "its API); as root, the sink's on the next port",
     )
+
+
+@dataclass
+class ResponderOptions:
+    """``gpuctl serve responder``: repair actions in, scheduler actions out (responder/)."""
+
+    nats: str = flag("--nats", help="NATS URL", envvar="GPUHEALTH_NATS_URL", required=True, default="")
+    act: bool = flag("--act", default=False, help="act on the scheduler (default: dry-run, decisions only)")
+    adapter: str = flag("--adapter", default="slurm", help="slurm | command")
+    slurm_conf: Path | None = flag("--slurm-conf", help="slurm.conf (default: Slurm's own)")
+    command: Path | None = flag("--command", help="the hook: gets each action as JSON")
+    breaker_fraction: float = flag(
+        "--breaker-fraction", default=0.5, min=0.0, max=1.0, help="most of the fleet drained in a window"
+    )
+    breaker_window: float = flag("--breaker-window", default=300.0, min=1.0, help="seconds")
+    max_drains_per_minute: int = flag("--max-drains-per-minute", default=10, min=1, help="drains a minute at most")
+    fleet_size: int = flag("--fleet-size", default=0, min=0, help="nodes in the fleet (0: as the scheduler lists them)")
+    topology: Path | None = flag("--topology", help="TOML: [switch] leaf-1 = [nodes], ...")
+    burst_nodes: int = flag(
+        "--burst-nodes", default=3, min=0, help="nodes of one group with one fault: a fleet incident (0: off)"
+    )
+    burst_window: float = flag("--burst-window", default=60.0, min=1.0, help="seconds")
+    group_by: list[str] | None = flag(
+        "--group-by-inventory", metavar="KIND", help="also group nodes by: driver, gpu-model (repeatable)"
+    )
+    data_dir: Path | None = flag("--data-dir", help=DATA_DIR_HELP, show_default=False, readable=False)
+    node: str | None = flag("--node", envvar="GPUHEALTH_NODE", help="this node's name (default: the hostname)")
+    cluster: str | None = flag("--cluster", envvar="GPUHEALTH_CLUSTER", help="the cluster's name (default: 'default')")

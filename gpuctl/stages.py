@@ -17,7 +17,8 @@ from gpuhealth import bus, sd, sizing, telemetry
 from gpuhealth.errors import ConfigError
 from rules import limits as limits_mod
 from rules.service import RulesService
-from sinks.clickhouse import SinkService, Store, chdb_dsn
+from sinks.clickhouse import Store, chdb_dsn
+from sinks.service import SinkService
 
 log = logging.getLogger("gpuhealth.up")
 

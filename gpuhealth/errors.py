@@ -10,6 +10,7 @@
     ├── PrivilegeError           77  a stage of gpuctl up could not become its service user
     ├── QueryError               65  the sink refused or failed a read-only query
     │   └── QueryRefused             the query path's gate refused it before it ran (not a read of gpuhealth's tables)
+    ├── SchedulerError           69  the responder's scheduler (Slurm, a command hook) refused or failed an action
     └── SourceError              71  a producer cannot open its source
         (also an OSError, so callers that handle OS errors handle it)
 
@@ -59,6 +60,10 @@ class QueryError(GpuhealthError):
 
 class QueryRefused(QueryError):
     pass
+
+
+class SchedulerError(GpuhealthError):
+    exit_code = 69  # EX_UNAVAILABLE
 
 
 class SourceError(GpuhealthError, OSError):

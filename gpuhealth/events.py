@@ -298,6 +298,28 @@ class Incident(Message, tag="incident", kw_only=True):
     pci_bus_id: PciId | None = None
 
 
+# ---------------------------------------------------------------- the responder's decisions
+
+ResponderAction = Literal["drain", "resume", "none"]
+# acted: done on the scheduler; dry_run: what --act would have done; skipped: nothing to do, or not
+# ours to do (why says which); refused: the circuit breaker or the rate limit said no; failed: the
+# scheduler refused it; held: part of a fleet incident (a burst behind one switch or rack), for a person.
+ResponderOutcome = Literal["acted", "dry_run", "skipped", "refused", "failed", "held"]
+
+
+class Decision(Message, tag="decision", kw_only=True):
+    """What the responder decided on one health state and what came of it; every decision is kept."""
+
+    entity: Name
+    health: Health
+    repair_actions: list[RepairAction] = []
+    action: ResponderAction
+    outcome: ResponderOutcome
+    why: str
+    adapter: str  # slurm, command, ...
+    health_id: str  # the health state decided on
+
+
 # ---------------------------------------------------------------- dead letters
 
 
@@ -320,6 +342,7 @@ FAMILIES: dict[str, Any] = {
     "health": HealthState,
     "incident": Incident,
     "dlq": DeadLetter,
+    "decision": Decision,
 }
 
 _encoder = msgspec.msgpack.Encoder()
@@ -329,6 +352,7 @@ INVENTORY_DECODER = msgspec.msgpack.Decoder(Inventory)
 HEALTH_DECODER = msgspec.msgpack.Decoder(HealthState)
 INCIDENT_DECODER = msgspec.msgpack.Decoder(Incident)
 DLQ_DECODER = msgspec.msgpack.Decoder(DeadLetter)
+DECISION_DECODER = msgspec.msgpack.Decoder(Decision)
 
 
 def encode(msg: msgspec.Struct) -> bytes:

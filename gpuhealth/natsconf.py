@@ -9,6 +9,10 @@ One account (``GPUHEALTH``) holds every identity:
   bucket (states are not secret inside a fleet; commands are);
 - ``rules``, ``sink``: the services, with the JetStream API, acks and the
   subjects they publish; they create and update the streams;
+- ``responder``: reads the health stream through its durable consumer and publishes only its
+  decisions, its own breaker's state (``health.<node>.gpuhealth-responder``, and in the health
+  bucket) and fleet incidents
+  (``incident.<node>.gpuhealth-fleet``): it cannot speak as a node's agent or as the rules;
 - ``operator``: what ``gpuctl`` needs: read everything, send commands to agents
   (fault injection and checks) and set-healthy events;
 - ``reader``: for a third-party consumer (README, The wire contract): follows
@@ -37,7 +41,7 @@ from gpuhealth import subjects
 from gpuhealth.subjects import KV_HEALTH, PREFIX, STREAMS, token
 
 ACCOUNT = "GPUHEALTH"
-SERVICES = ("rules", "sink", "operator", "reader")
+SERVICES = ("rules", "sink", "responder", "operator", "reader")
 READER_INBOX = "_INBOX.reader"
 # The buckets that are the contract (the rules' own state is not): read with the JetStream API's read-only
 # requests. Consumers on a KV stream are only readers' ephemeral watchers, so creating one is no write.
@@ -80,6 +84,12 @@ SERVICE_PERMISSIONS: dict[str, dict[str, Any]] = {
         "publish": {"allow": [f"{PREFIX}.dlq.>", "$JS.API.>", "$JS.ACK.>"]},
         "subscribe": {"allow": ["_INBOX.>", subjects.QUERY_SUBJECT]},
         "allow_responses": True,  # answers read-only SQL
+    },
+    "responder": {
+        "publish": {"allow": [f"{PREFIX}.decision.>", f"{PREFIX}.health.*.gpuhealth-responder",
+                              f"$KV.{KV_HEALTH}.*.gpuhealth-responder.*", f"{PREFIX}.incident.*.gpuhealth-fleet",
+                              "$JS.API.>", "$JS.ACK.>"]},
+        "subscribe": {"allow": ["_INBOX.>"]},
     },
     "operator": {
         "publish": {"allow": [f"{PREFIX}.cmd.>", f"{PREFIX}.event.*.operator", subjects.QUERY_SUBJECT, "$JS.API.>",

@@ -44,6 +44,7 @@ INVENTORY_BYTES_PER_NODE_DAY = 2_000  # measured 1,610: an inventory an agent st
 HEALTH_BYTES_PER_NODE_DAY = 8_000  # measured 7,191: states change only with events
 INCIDENT_BYTES_PER_NODE_DAY = 6_000  # measured 5,655
 DLQ_BYTES_PER_NODE_DAY = 2_000  # none measured (nothing bad was sent): an allowance
+DECISION_BYTES_PER_NODE_DAY = 2_000  # the responder's: one decision a health state, fewer than those
 # Events come in storms (an Xid storm, a flapping link): room for ten times the usual day.
 STORM_HEADROOM = 10
 # Over the measured figures for the others (a busier day); metric batches vary only with processes.
@@ -107,6 +108,7 @@ def limits(fleet: Fleet) -> Limits:
         (s.HEALTH, HEALTH_BYTES_PER_NODE_DAY, s.HEALTH.max_age_s, STORM_HEADROOM, False),
         (s.INCIDENTS, INCIDENT_BYTES_PER_NODE_DAY, s.INCIDENTS.max_age_s, STORM_HEADROOM, False),
         (s.DLQ, DLQ_BYTES_PER_NODE_DAY, s.DLQ.max_age_s, STORM_HEADROOM, False),
+        (s.DECISIONS, DECISION_BYTES_PER_NODE_DAY, s.DECISIONS.max_age_s, STORM_HEADROOM, False),
     )
     streams = {
         spec.name: StreamLimits(_bytes(per_day, fleet, age, headroom), age, discard_new)

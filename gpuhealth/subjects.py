@@ -5,6 +5,7 @@ gpuhealth.v1.inventory.<node>             what hardware a node has (likewise)
 gpuhealth.v1.health.<node>.<component>    derived states, on change only
 gpuhealth.v1.incident.<node>.<component>  faults over time, one id per incident, updated as it grows
 gpuhealth.v1.dlq.<node>.<stage>           messages a consumer could not use
+gpuhealth.v1.decision.<node>              what the responder decided for a node, and what came of it
 gpuhealth.v1.cmd.<node>.<verb>            request/reply to one node's agent
 gpuhealth.v1.query.sql                    read-only SQL, answered by the sink
 """
@@ -53,6 +54,10 @@ def dlq_subject(node_token: str, stage: str) -> str:
     return f"{PREFIX}.dlq.{node_token}.{token(stage)}"
 
 
+def decision_subject(node: str) -> str:
+    return f"{PREFIX}.decision.{token(node)}"
+
+
 def cmd_subject(node: str, verb: str) -> str:
     return f"{PREFIX}.cmd.{token(node)}.{token(verb)}"
 
@@ -98,7 +103,8 @@ INVENTORY = StreamSpec(
 HEALTH = StreamSpec("GPUHEALTH_HEALTH", [f"{PREFIX}.health.>"], 7 * DAY)
 INCIDENTS = StreamSpec("GPUHEALTH_INCIDENTS", [f"{PREFIX}.incident.>"], 7 * DAY)
 DLQ = StreamSpec("GPUHEALTH_DLQ", [f"{PREFIX}.dlq.>"], 14 * DAY, duplicate_window_s=120.0)
-STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, INCIDENTS, DLQ)
+DECISIONS = StreamSpec("GPUHEALTH_DECISIONS", [f"{PREFIX}.decision.>"], 7 * DAY)
+STREAMS = (EVENTS, METRICS, INVENTORY, HEALTH, INCIDENTS, DLQ, DECISIONS)
 
 
 def partitions_of(instance: int, instances: int) -> list[int]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sinks.clickhouse import Store
 from sinks.report import week_bounds
-from sinks.rows import HEALTH_COLUMNS, INCIDENT_COLUMNS, INVENTORY_COLUMNS, METRIC_COLUMNS
+from sinks.rows import DECISION_COLUMNS, HEALTH_COLUMNS, INCIDENT_COLUMNS, INVENTORY_COLUMNS, METRIC_COLUMNS
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 NODES = {"node-a": H100, "node-b": H100, "node-c": A100, "node-d": A100}
@@ -35,7 +35,7 @@ def generate(store: Store, week: str, *, bulk_metrics: int = 0, bulk_events: int
     start, _, _ = week_bounds(week)
     ws = ns(start)
     store.connect()
-    for part in (_inventory, _states, _incidents, _metrics):
+    for part in (_inventory, _states, _incidents, _metrics, _decisions):
         part(store.client, store.database, ws)
     if bulk_metrics:
         _bulk_metrics(store, ws, bulk_metrics)
@@ -95,6 +95,8 @@ def _incidents(c: Any, db: str, ws: int) -> None:
         incident("mover-c", "node-c", ws + 3 * DAY, "xid:79", "Fatal", 1, "GPU-MOVER"),
         incident("mover-a", "node-a", ws - 2 * DAY, "xid:79", "Fatal", 2, "GPU-MOVER"),
         incident("d-aer", "node-d", ws + 4 * DAY, "aer_correctable", "Degraded", 120, "", "pci", "0000:17:00.0"),
+        # The responder's fleet incident: 3 nodes behind leaf-2 (counted there, not as a node's incident).
+        incident("fleet", "resp-host", ws + 5 * DAY, XID, "Critical", 3, "", "gpuhealth-fleet", "switch:leaf-2"),
     ], column_names=INCIDENT_COLUMNS)  # fmt: skip
     # A second update of incident a1 (seq 3 → 5 occurrences): the report counts the latest only.
     c.insert(f"{db}.incidents", [incident("a1", "node-a", ws + 1 * HOUR, "xid:79", "Fatal", 5, "GPU-node-a-1")],
@@ -107,6 +109,22 @@ def _metrics(c: Any, db: str, ws: int) -> None:
     metrics += [[f"mr-{h}", ws + h * HOUR, "c", "node-b", "0000:18:00.0", "GPU-node-b-0", "remapped_rows_pending",
                  1.0 if 48 <= h < 72 else 0.0] for h in range(168)]  # fmt: skip
     c.insert(f"{db}.metrics", metrics, column_names=METRIC_COLUMNS)
+
+
+def _decisions(c: Any, db: str, ws: int) -> None:
+    def decision(i: int, node: str, t: int, action: str, outcome: str) -> list[Any]:
+        return [f"dec-{i}", t, "c", node, XID, "E1", "Unhealthy", ["REBOOT_SYSTEM"], action, outcome, "why", "slurm",
+                f"hs-{i}"]  # fmt: skip
+
+    c.insert(f"{db}.responder_decisions", [
+        decision(1, "node-a", ws + 1 * HOUR, "drain", "acted"),
+        decision(2, "node-a", ws + 3 * HOUR, "resume", "acted"),
+        decision(3, "node-b", ws + 2 * DAY, "drain", "refused"),
+        decision(4, "node-c", ws + 5 * DAY, "drain", "held"),
+        decision(5, "node-d", ws + 5 * DAY, "drain", "held"),
+        decision(6, "node-d", ws + 5 * DAY + HOUR, "none", "skipped"),
+        decision(7, "node-a", ws - 1 * DAY, "drain", "acted"),  # the week before
+    ], column_names=DECISION_COLUMNS)  # fmt: skip
 
 
 def expected(week: str) -> dict[str, Any]:
@@ -130,6 +148,9 @@ def expected(week: str) -> dict[str, Any]:
         "ecc_trend": {(day, "ecc_sbe_aggregate"): (24 * d + 23, 1) for d, day in enumerate(days)}
         | {(day, "remapped_rows_pending"): (1 if d == 2 else 0, 1 if d == 2 else 0) for d, day in enumerate(days)},
         # (GPUs, observed GPU-hours, failures, MTBF): node-e's 4 GPUs count from when they were first seen.
+        "responder": [("drain", "held", 2, 2), ("drain", "acted", 1, 1), ("drain", "refused", 1, 1),
+                      ("resume", "acted", 1, 1)],
+        "common_causes": [("switch:leaf-2", XID, 3)],
         "mtbf": {H100: (21, 17 * 168 + 4 * 108, 3, round((17 * 168 + 4 * 108) / 3, 2)), A100: (16, 16 * 168, 0, None)},
         "multi_host": {"GPU-MOVER": "node-a -> node-c", "GPU-node-d-7": "node-d -> node-x"},
         "moved_clusters": {"GPU-node-d-7": "c -> c2"},

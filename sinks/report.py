@@ -32,6 +32,8 @@ TITLES = {
     "actions": "Repair actions issued and cleared",
     "ecc_trend": "ECC and remapped rows per day",
     "mtbf": "Mean time between failures per GPU model",
+    "responder": "The responder's drains and resumes",
+    "common_causes": "Common causes (fleet incidents)",
 }
 
 

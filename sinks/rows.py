@@ -12,6 +12,7 @@ import msgspec
 from gpuhealth.events import (
     CheckResult,
     DeadLetter,
+    Decision,
     Event,
     HealthState,
     HostEvent,
@@ -65,6 +66,8 @@ HEALTH_COLUMNS = [
 INCIDENT_COLUMNS = ["id", "seq", "time", "cluster", "node", "boot_id", "component", "entity", "code", "severity",
                     "reason", "count", "first", "last", "event_ids", "gpu_uuid", "pci_bus_id"]  # fmt: skip
 DLQ_COLUMNS = ["id", "time", "stage", "subject", "reason", "headers", "data"]
+DECISION_COLUMNS = ["id", "time", "cluster", "node", "component", "entity", "health", "repair_actions", "action",
+                    "outcome", "why", "adapter", "health_id"]  # fmt: skip
 METRIC_COLUMNS = ["batch_id", "time", "cluster", "node", "entity", "gpu_uuid", "name", "value"]
 PROCESS_COLUMNS = ["batch_id", "time", "cluster", "node", "gpu_uuid", "pci_bus_id", "pid", "process",
                    "used_memory_bytes"]  # fmt: skip
@@ -186,3 +189,8 @@ def inventory_rows(inv: Inventory) -> list[list[Any]]:
 
 def dlq_row(d: DeadLetter) -> list[Any]:
     return [d.id, d.time, d.stage, d.subject, d.reason, d.headers, d.data.decode("utf-8", "replace")]
+
+
+def decision_row(d: Decision) -> list[Any]:
+    return [d.id, d.time, d.cluster, d.node, d.component, d.entity, d.health, list(d.repair_actions), d.action,
+            d.outcome, d.why, d.adapter, d.health_id]  # fmt: skip

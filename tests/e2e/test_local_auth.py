@@ -105,7 +105,7 @@ def test_a_local_user_reads_nothing_and_nats_refuses_them(stack: Up) -> None:
     }
     secrets = sorted((d / "secrets").iterdir())
     assert [p.name for p in secrets] == [
-        f"{u}.password" for u in ("agent-e2e-node", "operator", "reader", "rules", "simulator", "sink")
+        f"{u}.password" for u in ("agent-e2e-node", "operator", "reader", "responder", "rules", "simulator", "sink")
     ]
     private = (mode(d), mode(d / "secrets"), mode(d / "run.json"), mode(d / "nats" / "auth.conf"))
     assert private == (0o700, 0o700, 0o600, 0o600)

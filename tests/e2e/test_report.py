@@ -56,6 +56,8 @@ def test_every_section_has_the_generated_weeks_numbers(store: str) -> None:
     assert {(r["event"], r["action"]): r["times"] for r in s["actions"]} == want["actions"]
     assert {(r["day"], r["name"]): (r["total"], r["gpus_with_any"]) for r in s["ecc_trend"]} == want["ecc_trend"]
     assert {r["model"]: (r["gpus"], r["gpu_hours"], r["failures"], r["mtbf_hours"]) for r in s["mtbf"]} == want["mtbf"]
+    assert [(r["action"], r["outcome"], r["decisions"], r["nodes"]) for r in s["responder"]] == want["responder"]
+    assert [(r["shared"], r["fault"], r["nodes"]) for r in s["common_causes"]] == want["common_causes"]
 
 
 @pytest.fixture(scope="module")

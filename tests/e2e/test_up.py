@@ -296,7 +296,7 @@ def test_sql_answers_read_only_queries_and_inventory_is_stored(simulated_stack: 
 
     wait_for(lambda: stored()[0]["gpus"] == 8, timeout=20)
     assert stored() == [{"gpus": 8, "uuids": 8, "model": "NVIDIA H100 80GB HBM3"}]
-    # Metric batches are stored every 30 s at most (sinks/clickhouse.py METRICS_LINGER_S).
+    # Metric batches are stored every 30 s at most (sinks/service.py METRICS_LINGER_S).
     metrics = "SELECT name, count() FROM gpuhealth.metrics GROUP BY name ORDER BY name LIMIT 3"
     wait_for(lambda: gpuctl("sql", metrics, "--data-dir", data).stdout.startswith("name"), timeout=60, every=2)
     r = gpuctl("sql", "DROP TABLE gpuhealth.events", "--data-dir", data)

@@ -29,8 +29,9 @@ from gpuhealth.events import (
     KernelEvent,
     MetricBatch,
 )
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
 from sinks.rows import MetricIn, metrics_in_block
+from sinks.service import SinkService
 
 NOW = time.time_ns() // 10**9 * 10**9  # metrics older than their TTL are dropped as they are inserted
 N = 10

@@ -33,7 +33,8 @@ from gpuhealth.events import (
     encode,
 )
 from rules.service import RulesService
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
+from sinks.service import SinkService
 from tests.integration.test_kmsg_producer import run_producer
 
 T0 = 1_763_700_000_000_000_000

@@ -21,9 +21,10 @@ from nats.aio.client import Client as NATS
 from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError, QueryRefused
 from gpuhealth.events import encode
-from sinks.clickhouse import SinkService, Store
+from sinks.clickhouse import Store
 from sinks.reads import WAITING, Reads
 from sinks.rows import EVENT_COLUMNS, event_row
+from sinks.service import SinkService
 from tests.integration.test_sink import kernel_event
 
 

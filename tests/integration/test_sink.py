@@ -13,8 +13,9 @@ from nats.aio.client import Client as NATS
 from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError
 from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, encode
-from sinks.clickhouse import SinkService, Store, migrations
+from sinks.clickhouse import Store, migrations
 from sinks.rows import EVENT_COLUMNS, event_row
+from sinks.service import SinkService
 
 T0 = 1_763_700_000_000_000_000
 

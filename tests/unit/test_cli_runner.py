@@ -34,7 +34,8 @@ def test_every_command_is_reachable_and_documented() -> None:
     names = {" ".join(path) for path, _ in ALL}
     assert names >= {"up", "status", "fleet", "watch", "events", "incidents", "sql", "replay", "simulate",
                      "inject-fault", "set-healthy", "parse", "scan", "schema", "version", "rules check",
-                     "report weekly", "inventory multi-host", "serve agent", "serve rules", "serve sink"}  # fmt: skip
+                     "report weekly", "inventory multi-host", "serve agent", "serve rules", "serve sink",
+                     "serve responder", "responder status"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("path", "cmd"), ALL, ids=[" ".join(p) for p, _ in ALL])

@@ -34,7 +34,9 @@ from tests.conftest import REPO, need
 DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
 MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
-SOURCES = [p for d in ("gpuctl", "gpuhealth", "producers", "rules", "sinks") for p in (REPO / d).rglob("*.py")]
+SOURCES = [
+    p for d in ("gpuctl", "gpuhealth", "producers", "responder", "rules", "sinks") for p in (REPO / d).rglob("*.py")
+]
 
 
 def documents(path: Path) -> list[dict[str, Any]]:
@@ -126,7 +128,7 @@ def test_nats_config_writes_configs_the_server_accepts(tmp_path: Path) -> None:
                                text=True)  # fmt: skip
         assert check.returncode == 0, check.stderr
     secrets = {p.name: p for p in (out / "secrets").iterdir()}
-    assert set(secrets) == {"rules.password", "sink.password", "operator.password", "reader.password",
+    assert set(secrets) == {"rules.password", "sink.password", "responder.password", "operator.password", "reader.password",
                             "system.password",
                             "agent-gpu-001.password", "agent-gpu_002.password"}  # fmt: skip
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in secrets.values())
@@ -505,9 +507,9 @@ def test_nats_config_sizes_the_streams_and_each_servers_store_for_its_nodes(tmp_
         "GPUHEALTH_METRICS_BUFFER_HOURS=6",
     ]
     # Streams: metrics 1,500 B x 8 GPUs x 8,640 polls x 200 nodes x 1/4 day x 1.25 = 6,480,000,000; events
-    # and health 112,000,000; incidents 84,000,000; inventory and dead letters at the 64 MiB floor. Buckets:
-    # 52,428,800 + 209,715,200 + the 16 MiB floor. All of it x 1.25.
-    assert "max_file_store: 9001423680 }" in (out / "nats-1.conf").read_text()
+    # and health 112,000,000; incidents 84,000,000; inventory, dead letters and decisions at the 64 MiB floor.
+    # Buckets: 52,428,800 + 209,715,200 + the 16 MiB floor. All of it x 1.25.
+    assert "max_file_store: 9085309760 }" in (out / "nats-1.conf").read_text()
     check = subprocess.run([find_binary(), "-t", "-c", str(out / "nats-1.conf")], capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 

@@ -67,7 +67,7 @@ def test_derived_ids_are_stable_and_distinct() -> None:
 
 
 def test_families_cover_every_wire_type() -> None:
-    assert set(events.FAMILIES) == {"event", "metric", "inventory", "health", "incident", "dlq"}
+    assert set(events.FAMILIES) == {"event", "metric", "inventory", "health", "incident", "dlq", "decision"}
 
 
 OUT_OF_RANGE = [2**40, 2**63, 2**64 - 1]

@@ -53,10 +53,11 @@ def test_the_agent_process_holds_no_storage_engine_or_cli_framework() -> None:
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("gpuhealth", ("producers", "rules", "sinks", "gpuctl")),
-        ("producers", ("rules", "sinks", "gpuctl")),
-        ("rules", ("producers", "sinks", "gpuctl")),
-        ("sinks", ("producers", "rules", "gpuctl")),
+        ("gpuhealth", ("producers", "responder", "rules", "sinks", "gpuctl")),
+        ("producers", ("responder", "rules", "sinks", "gpuctl")),
+        ("responder", ("producers", "rules", "sinks", "gpuctl")),
+        ("rules", ("producers", "responder", "sinks", "gpuctl")),
+        ("sinks", ("producers", "responder", "rules", "gpuctl")),
     ],
 )
 def test_stages_meet_only_through_gpuhealth(package: str, forbidden: tuple[str, ...]) -> None:

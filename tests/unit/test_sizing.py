@@ -21,15 +21,16 @@ def test_a_3000_node_fleet_gets_bounds_from_its_size() -> None:
     assert s["GPUHEALTH_HEALTH"] == sizing.StreamLimits(1_680_000_000, 7 * 86400, discard_new=False)
     assert s["GPUHEALTH_INCIDENTS"] == sizing.StreamLimits(1_260_000_000, 7 * 86400, discard_new=False)
     assert s["GPUHEALTH_DLQ"] == sizing.StreamLimits(840_000_000, 14 * 86400, discard_new=False)
+    assert s["GPUHEALTH_DECISIONS"] == sizing.StreamLimits(420_000_000, 7 * 86400, discard_new=False)
     assert lim.buckets == {
         "gpuhealth_health": 3000 * 256 * 1024,
         "gpuhealth_rules": 3000 * MiB,
         "gpuhealth_inventory": 3000 * 64 * 1024,
     }
     assert set(s) == {spec.name for spec in subjects.STREAMS} and set(lim.buckets) == set(subjects.KV_BUCKETS)
-    # A server's store: the streams (102,744,000,000) and buckets (4,128,768,000) once, and a quarter more.
-    assert sizing.store_bytes(lim) == 133_590_960_000
-    assert sizing.human(sizing.store_bytes(lim)) == "124.5G"
+    # A server's store: the streams (103,164,000,000) and buckets (4,128,768,000) once, and a quarter more.
+    assert sizing.store_bytes(lim) == 134_115_960_000
+    assert sizing.human(sizing.store_bytes(lim)) == "125G"
 
 
 def test_the_metrics_buffer_and_poll_interval_scale_the_metrics_bound() -> None:
@@ -45,7 +46,7 @@ def test_one_node_gets_the_floors() -> None:
     lim = sizing.limits(sizing.Fleet(nodes=1))
     assert {x.max_bytes for x in lim.streams.values()} == {64 * MiB}
     assert set(lim.buckets.values()) == {16 * MiB}
-    assert sizing.store_bytes(lim) == 566_231_040  # (6 x 64 MiB + 3 x 16 MiB) x 1.25
+    assert sizing.store_bytes(lim) == 650_117_120  # (7 x 64 MiB + 3 x 16 MiB) x 1.25
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import pytest
 from gpuhealth.events import (
     FAMILIES,
     DeadLetter,
+    Decision,
     HealthState,
     Incident,
     Inventory,
@@ -36,6 +37,17 @@ SAMPLES: dict[str, msgspec.Struct] = {
     "health": HealthState(**BASE, entity="GPU-1", health="Unhealthy", reason="Xid 79", since=T),
     "incident": Incident(**BASE, entity="GPU-1", code="79", severity="Fatal", reason="r", count=1, first=T, last=T),
     "dlq": DeadLetter(id="d", time=T, stage="rules", subject="gpuhealth.v1.event.n.s", reason="bad", data=b"\x00\xff"),
+    "decision": Decision(
+        **BASE,
+        entity="GPU-1",
+        health="Unhealthy",
+        repair_actions=["REBOOT_SYSTEM"],
+        action="drain",
+        outcome="dry_run",
+        why="Xid 79",
+        adapter="slurm",
+        health_id="h",
+    ),
 }
 STANDARD_DRAFT7 = set(jsonschema.Draft7Validator.VALIDATORS) | {
     "then", "else", "$schema", "$id", "$comment", "title", "description", "default", "definitions",

@@ -9,6 +9,6 @@ SELECT i.component AS component, i.code AS code, any(i.severity) AS severity,
        uniqExactIf((i.node, i.entity), i.entity != '') AS entities, uniqExact(i.node) AS nodes
 FROM gpuhealth.incidents AS i FINAL
 LEFT JOIN gpuhealth.gpus AS g ON g.gpu_uuid = i.gpu_uuid AND g.cluster = i.cluster
-WHERE i.last >= ws AND i.first < we
+WHERE i.last >= ws AND i.first < we AND i.component != 'gpuhealth-fleet'  -- common causes has those
 GROUP BY component, code, gpu_model
 ORDER BY incidents DESC, occurrences DESC, component, code

@@ -8,7 +8,7 @@ SELECT node,
        sum(count) AS occurrences,
        groupUniqArray(10)(code) AS codes
 FROM gpuhealth.incidents FINAL
-WHERE last >= ws AND first < we
+WHERE last >= ws AND first < we AND component != 'gpuhealth-fleet'  -- the responder's, not a node's
 GROUP BY node
 ORDER BY serious DESC, incidents DESC, node
 LIMIT 20
