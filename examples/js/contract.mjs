@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import Ajv from "ajv";
 import { decode, encode } from "@msgpack/msgpack";
 
-export const FAMILIES = ["event", "metric", "inventory", "health", "incident", "dlq"];
+export const FAMILIES = ["event", "metric", "inventory", "health", "incident", "dlq", "decision"];
 export const SCHEMA_HEADER = "Gpuhealth-Schema";
 export const SCHEMA_VERSION = "1";
 const SCHEMA_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "gpuhealth", "schema");

@@ -151,8 +151,10 @@ def test_javascript_validates_what_gpuhealth_puts_on_the_wire() -> None:
             ("health", encode(SAMPLES["event"])),
         ]
     )
-    assert results[:7] == [[]] * 7  # the dead letter's Uint8Array data and the times past 2^53 too
-    assert [e["message"] for e in results[7]] == ["must have required property 'message'"]
-    assert [e["message"] for e in results[8]] == ["must have required property 'type'"]
-    assert [e["message"] for e in results[9]] == ["must be object"]
-    assert [e["params"] for e in results[10]] == [{"allowedValues": ["health"]}]  # an event is no health state
+    good = len(SAMPLES) + 1  # every family's sample and the status event
+    assert results[:good] == [[]] * good  # the dead letter's Uint8Array data and the times past 2^53 too
+    missing_field, not_a_message, not_an_object, wrong_family = results[good:]
+    assert [e["message"] for e in missing_field] == ["must have required property 'message'"]
+    assert [e["message"] for e in not_a_message] == ["must have required property 'type'"]
+    assert [e["message"] for e in not_an_object] == ["must be object"]
+    assert [e["params"] for e in wrong_family] == [{"allowedValues": ["health"]}]  # an event is no health state
