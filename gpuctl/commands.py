@@ -24,6 +24,13 @@ def typer_parameter(o: Option) -> inspect.Parameter:
                              default=default)  # fmt: skip
 
 
+def typer_option(cls: type, name: str) -> Any:
+    """The typer.Option of one field of an options class, for a command whose other flags are typer's own:
+    ``Annotated[T, typer_option(Class, "field")]`` says the flag's names, help and environment once."""
+    (o,) = [o for o in options(cls) if o.name == name]
+    return typer_parameter(o).annotation.__metadata__[0]
+
+
 def taking(*classes: type, skip: Mapping[type, Collection[str]] | None = None,
            ) -> Callable[[Callable[..., R]], Callable[..., R]]:  # fmt: skip
     """A command whose flags are the fields of ``classes`` (but a class's ``skip``, left at their defaults); its

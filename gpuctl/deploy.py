@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from gpuctl.options import FleetGpusOpt, FleetPollOpt, MetricsBufferOpt
+from gpuctl.stage_options import ServiceOptions
 from gpuhealth import sizing
 from gpuhealth.errors import ConfigError
 
@@ -34,9 +35,9 @@ def nats_config(
         "/data/jetstream"),
     tls_dir: Annotated[str | None, typer.Option(
         "--tls-dir", help="on the servers: ca.pem, server.pem, server-key.pem")] = None,
-    gpus: FleetGpusOpt = 8,
-    poll: FleetPollOpt = 10.0,
-    metrics_buffer: MetricsBufferOpt = 6.0,
+    gpus: FleetGpusOpt = ServiceOptions.fleet_gpus,
+    poll: FleetPollOpt = ServiceOptions.fleet_poll,
+    metrics_buffer: MetricsBufferOpt = ServiceOptions.metrics_buffer,
 ) -> None:  # fmt: skip
     """Write a 3-server JetStream cluster's configs (nats-N.conf, auth.conf) and one password an identity.
 

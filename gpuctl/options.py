@@ -12,6 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
+from gpuctl.commands import typer_option
+from gpuctl.stage_options import RulesFileOptions, ServiceOptions
 from gpuhealth.config import default_data_dir
 from producers.options import DATA_DIR_HELP
 
@@ -99,28 +101,8 @@ def rich_table(rows: Sequence[Sequence[str]]) -> Any:
     return table
 
 
-# What the streams' bounds are sized for (gpuhealth/sizing.py); `gpuctl nats-config` writes them to fleet.env.
-FleetGpusOpt = Annotated[
-    int, typer.Option("--fleet-gpus", envvar="GPUHEALTH_FLEET_GPUS", min=0, help="GPUs a node, for the bounds")
-]
-FleetPollOpt = Annotated[
-    float,
-    typer.Option(
-        "--fleet-poll-interval", envvar="GPUHEALTH_FLEET_POLL_INTERVAL", min=0.1, help="the agents' NVML poll, seconds"
-    ),
-]
-MetricsBufferOpt = Annotated[
-    float,
-    typer.Option(
-        "--metrics-buffer-hours",
-        envvar="GPUHEALTH_METRICS_BUFFER_HOURS",
-        min=0.1,
-        help="how long the metrics stream keeps what the sink has not stored (then its oldest go)",
-    ),
-]
-
-
-RulesFileOpt = Annotated[
-    Path | None,
-    typer.Option("--rules", help="a rules file (TOML) over the default thresholds; see 'gpuctl rules check'"),
-]
+# Flags a service declares (gpuctl/stage_options.py) that a command of typer's own takes too: said there, once.
+FleetGpusOpt = Annotated[int, typer_option(ServiceOptions, "fleet_gpus")]
+FleetPollOpt = Annotated[float, typer_option(ServiceOptions, "fleet_poll")]
+MetricsBufferOpt = Annotated[float, typer_option(ServiceOptions, "metrics_buffer")]
+RulesFileOpt = Annotated[Path | None, typer_option(RulesFileOptions, "rules_file")]

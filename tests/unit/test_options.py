@@ -91,3 +91,23 @@ def test_the_argv_up_hands_the_agent_gives_it_what_up_was_given(tmp_path: Path) 
     assert argv[:3] == [sys.executable, "-m", "producers.agent"]
     assert argv.count("--checks") == 2 and "--allow-inject" in argv
     assert agent.parse_args(argv[3:]) == given
+
+
+def described(param: Any) -> tuple[Any, ...]:
+    return (tuple(param.opts), param.help, param.envvar, param.default, param.required)
+
+
+@pytest.mark.parametrize(
+    ("flag", "commands"),
+    [
+        ("--fleet-gpus", [("serve", "rules"), ("serve", "sink"), ("nats-config",)]),
+        ("--fleet-poll-interval", [("serve", "rules"), ("serve", "sink"), ("nats-config",)]),
+        ("--metrics-buffer-hours", [("serve", "rules"), ("serve", "sink"), ("nats-config",)]),
+        ("--rules", [("serve", "rules"), ("up",), ("replay",)]),
+    ],
+)
+def test_a_flag_several_commands_take_is_the_same_flag_in_each(flag: str, commands: list[tuple[str, ...]]) -> None:
+    """nats-config writes the fleet's size for the rules and the sink to read back, and a rules file is one
+    file for the service, up and a replay: the same names, help, environment and default everywhere."""
+    seen = {described(next(p for p in click_command(*c).params if flag in p.opts)) for c in commands}
+    assert len(seen) == 1, seen
