@@ -153,6 +153,19 @@ FAULTS = [
     # arch/x86/kernel/traps.c before the 'traps: ' prefix; kernel/signal.c print_fatal_signal
     ("a.out[77] trap invalid opcode ip:401136 sp:7ffc error:0 in a.out[401000+1000]", "other_fault"),
     ("python3/4242: potentially unexpected fatal signal 11.", "other_fault"),
+    # drivers/scsi: a disk given up on
+    ("sd 3:0:0:0: [sdc] tag#79 Medium access timeout failure. Offlining disk!", "other_fault"),
+    ("sd 2:0:0:0: rejecting I/O to offline device", "other_fault"),
+    ("scsi 1:0:0:0: Device offlined - not ready after error recovery", "other_fault"),
+    ("sd 2:0:0:0: [sdb] Synchronize Cache(10) failed: Result: hostbyte=DID_BAD_TARGET driverbyte=DRIVER_OK", "other_fault"),
+    # arch/x86/mm/fault.c, arch/x86/kernel/cfi.c
+    ("kernel tried to execute NX-protected page - exploit attempt? (uid: 0)", "other_fault"),
+    ("CFI failure at nvkms_call_rm+0x4f/0x90 [nvidia_modeset] (target: foo+0x0/0x10; expected type: 0x1234)",
+     "other_fault"),
+    # fs/ext4/super.c ext4_msg KERN_ERR; fs/jbd2/recovery.c
+    ("EXT4-fs (sda1): error loading journal", "fs_readonly"),
+    ("EXT4-fs (nvme0n1p2): ext4_check_descriptors: Checksum for group 0 failed (1234!=5678)", "fs_readonly"),
+    ("JBD2: IO error -5 recovering block 1234 in log", "other_fault"),
     # NVIDIA RM error without GSP named (vbios interface data check)
     ("NVRM: s_vbiosPatchInterfaceData: Found pIntFaceHdr entry count: 0, expected 2", "other_fault"),
     # kmsg priority 3 (KERN_ERR) from a NIC driver that no rule names: still a fault
