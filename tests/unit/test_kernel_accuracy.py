@@ -27,6 +27,15 @@ def figures(path: Path) -> dict[str, Any]:
     return score(read_labelled(path))
 
 
+def test_the_corpus_is_all_right() -> None:
+    """The corpus is the judge's own sample, labelled as the judge labels: every line as labelled."""
+    f = figures(CORPUS)
+    assert (f["detected"], f["right_kind"]) == (f["fault_lines"], f["fault_lines"]), f["not_as_labelled"]
+    assert f["xid_code_and_pci_right"] == f["xid_lines"]
+    assert f["sxid_right"] == f["sxid_lines"]
+    assert f["benign_flagged_lines"] == []
+
+
 @pytest.mark.parametrize("path", [CORPUS, EXTRA], ids=["corpus", "extra"])
 def test_the_floors_hold(path: Path) -> None:
     f = figures(path)
