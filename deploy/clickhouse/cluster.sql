@@ -280,3 +280,27 @@ FROM gpuhealth.metrics_in_local;
 
 INSERT INTO gpuhealth.metric_batches (batch_id, time)
 SELECT DISTINCT batch_id, time FROM gpuhealth.metrics WHERE time > now() - INTERVAL 14 DAY;
+
+CREATE TABLE IF NOT EXISTS gpuhealth.responder_decisions_local ON CLUSTER gpuhealth
+(
+    id              String,
+    time            DateTime64(9, 'UTC') CODEC(Delta, ZSTD(1)),
+    cluster         LowCardinality(String),
+    node            LowCardinality(String),
+    component       LowCardinality(String),
+    entity          String,
+    health          LowCardinality(String),
+    repair_actions  Array(LowCardinality(String)),
+    action          LowCardinality(String),
+    outcome         LowCardinality(String),
+    why             String,
+    adapter         LowCardinality(String),
+    health_id       String,
+    INDEX id_bf id TYPE bloom_filter(0.001) GRANULARITY 4
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/gpuhealth/responder_decisions_local', '{replica}')
+PARTITION BY toYYYYMM(time)
+ORDER BY (cluster, node, time, id);
+
+CREATE TABLE IF NOT EXISTS gpuhealth.responder_decisions ON CLUSTER gpuhealth AS gpuhealth.responder_decisions_local
+ENGINE = Distributed(gpuhealth, gpuhealth, responder_decisions_local, cityHash64(node));
