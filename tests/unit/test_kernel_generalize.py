@@ -37,6 +37,7 @@ FAULTS = [
     ("qcom-pcie 1c08000.pci: PCIe1: link down", "pcie_link"),
     ("pcieport 0000:40:03.1: pciehp: Slot(7): No device found", "pcie_link"),
     ("nvidia 0000:02:00.0: Refused to change power state from D3hot to D0", "pcie_link"),
+    ("nvidia 0000:3b:00.0: can't change power state from D3cold to D0 (config space inaccessible)", "pcie_link"),
     # drivers/net/bonding/bond_main.c, any master and slave names
     ("team0: link status definitely down for interface ib0, disabling it", "infiniband"),
     ("uplink: (slave eno2): link status definitely down, disabling slave", "infiniband"),
@@ -69,6 +70,8 @@ BENIGN = [
     "EXT4-fs warning (device sda1): ext4_dx_add_entry:2347: Directory index full!",
     "nvidia 0000:01:00.0: PM: pci_pm_resume+0x0/0xe0 returned 0 after 1234 usecs",
     "PM: suspend entry (deep)",
+    "pci 0000:00:1c.0: BAR 13: failed to assign [io  size 0x1000]",
+    "snd_hda_intel 0000:01:00.1: azx_get_response timeout, switching to polling mode: last cmd=0x004f0900",
     "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  535.104.05",
     "NVRM: Persistence mode is deprecated and will be removed in a future release.",
 ]
