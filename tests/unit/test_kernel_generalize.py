@@ -31,6 +31,7 @@ FAULTS = [
     # drivers/base/power/main.c '%s(): %ps returns %d' (pr_fmt 'PM: '), pm_dev_err
     ("mlx5_core 0000:3b:00.0: PM: pci_pm_resume(): mlx5_resume [mlx5_core] returns -110", "other_fault"),
     ("PM: dpm_run_callback(): pci_pm_suspend+0x0/0x170 returns -16", "other_fault"),
+    ("dpm_run_callback(): usb_dev_resume+0x0/0x20 returns -19", "other_fault"),
     ("nvidia 0000:65:00.0: PM: failed to suspend async: error -5", "other_fault"),
     # pcie-controller link-down of SoC root complexes; pciehp_ctrl.c; drivers/pci/pci.c power state
     ("[ 1.2] rockchip-pcie f8000000.pcie: PCIe link is down", "pcie_link"),
