@@ -42,6 +42,7 @@ FAULTS = [
     # drivers/net/bonding/bond_main.c, any master and slave names
     ("team0: link status definitely down for interface ib0, disabling it", "infiniband"),
     ("uplink: (slave eno2): link status definitely down, disabling slave", "infiniband"),
+    ("ibbond: link status down for active interface ib1, disabling it in 100 ms", "infiniband"),
     # fs/ext4 ext4_warning 'EXT4-fs warning (device %s): %s:%d: %pV' that reports an error
     ("EXT4-fs warning (device nvme1n1): ext4_end_bio:343: error reading inode 1234", "fs_readonly"),
     # kernel/workqueue.c show_cpu_pools_hogs / wq_watchdog_timer_fn
@@ -62,6 +63,7 @@ FAULTS = [
 BENIGN = [
     "pcieport 0000:00:1c.0: pciehp: Slot(2): Link Up",
     "bond1: link status definitely up for interface eth1, 25000 Mbps full duplex",
+    "ibbond: link status up again after 0 ms for interface ib1",
     "pcieport 0000:00:03.1: DPC: error containment capabilities: Int Msg #0, RPExt+ PoisonedTLP+ SwTrigger+",
     "iwlwifi 0000:00:14.3: firmware: failed to load iwlwifi-so-a0-gf-a0-86.ucode (-2)",
     "amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!",
