@@ -51,6 +51,8 @@ FAULTS = [
     ("Unhandled fault: imprecise external abort (0x1406) at 0x00000000", "other_fault"),
     # mlx5 PCI error handling
     ("mlx5_core 0000:3b:00.1: mlx5_pci_err_detected: PCI channel offline, disabling device", "infiniband"),
+    # systemd failing the fabric manager's unit: the failure comes before the service's name
+    ("systemd[1]: Failed to start NVIDIA fabric manager service.", "other_fault"),
     # systemd-modules-load failing a GPU or NIC driver
     ("systemd-modules-load[412]: Failed to insert module 'nvidia': No such device", "other_fault"),
     # the fallback: a hardware driver's dev_err that says its device failed or timed out
