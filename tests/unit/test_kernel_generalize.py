@@ -1,0 +1,92 @@
+"""Families the fresh set (tests/data/kernel_lines_extra2.jsonl) showed missing, each filled in from its
+printk format in the kernel's or driver's source with other drivers, devices and values than any labelled
+line: a rule must know the family, not the line it was seen in."""
+
+from __future__ import annotations
+
+import pytest
+
+from producers.kernel import classify
+
+FAULTS = [
+    # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
+    ("[drm:intel_dp_link_training [i915]] *ERROR* failed to train DP, aborting", "other_fault"),
+    ("i915 0000:00:02.0: [drm] *ERROR* CPU pipe A FIFO underrun", "other_fault"),
+    ("radeon 0000:01:00.0: [drm:radeon_ring_test [radeon]] *ERROR* radeon: ring 0 test failed", "other_fault"),
+    # amdgpu_device.c 'Fatal error during GPU init'; nouveau's MMIO fault report
+    ("amdgpu 0000:0b:00.0: amdgpu: Fatal error during GPU init", "other_fault"),
+    ("nouveau 0000:01:00.0: fifo: SCHED_ERROR 0a [CTXSW_TIMEOUT]", "other_fault"),
+    ("nouveau 0000:41:00.0: bus: MMIO write of 80000000 FAULT at 10eb14 [ TIMEOUT ]", "other_fault"),
+    ("i915 0000:00:02.0: [drm] GPU HANG: ecode 9:1:85dffffb, in python [4321]", "other_fault"),
+    # GSP's boot path (booter ucode) and libOS, printed as 'NVRM funcName: ...' without a colon after NVRM
+    ("NVRM kgspExecuteBooterLoad_TU102: failed to execute Booter Load: 0x3", "gsp"),
+    ("NVRM: RmFetchGspRmImages: No firmware image found", "gsp"),
+    ("NVRM: GPU1 kgspInitRm_IMPL: cannot init libOS logging structures: 0x51", "gsp"),
+    # the NVIDIA driver refusing a GPU that needs something else
+    (
+        "NVRM: The NVIDIA GPU 0000:82:00.0 (PCI ID: 10de:2330) installed in this system requires use of the "
+        "NVIDIA open kernel modules.",
+        "other_fault",
+    ),
+    # drivers/base/power/main.c '%s(): %ps returns %d' (pr_fmt 'PM: '), pm_dev_err
+    ("mlx5_core 0000:3b:00.0: PM: pci_pm_resume(): mlx5_resume [mlx5_core] returns -110", "other_fault"),
+    ("PM: dpm_run_callback(): pci_pm_suspend+0x0/0x170 returns -16", "other_fault"),
+    ("dpm_run_callback(): usb_dev_resume+0x0/0x20 returns -19", "other_fault"),
+    ("nvidia 0000:65:00.0: PM: failed to suspend async: error -5", "other_fault"),
+    # pcie-controller link-down of SoC root complexes; pciehp_ctrl.c; drivers/pci/pci.c power state
+    ("[ 1.2] rockchip-pcie f8000000.pcie: PCIe link is down", "pcie_link"),
+    ("qcom-pcie 1c08000.pci: PCIe1: link down", "pcie_link"),
+    ("pcieport 0000:40:03.1: pciehp: Slot(7): No device found", "pcie_link"),
+    ("nvidia 0000:02:00.0: Refused to change power state from D3hot to D0", "pcie_link"),
+    ("nvidia 0000:3b:00.0: can't change power state from D3cold to D0 (config space inaccessible)", "pcie_link"),
+    # drivers/net/bonding/bond_main.c, any master and slave names
+    ("team0: link status definitely down for interface ib0, disabling it", "infiniband"),
+    ("uplink: (slave eno2): link status definitely down, disabling slave", "infiniband"),
+    ("ibbond: link status down for active interface ib1, disabling it in 100 ms", "infiniband"),
+    # fs/ext4 ext4_warning 'EXT4-fs warning (device %s): %s:%d: %pV' that reports an error
+    ("EXT4-fs warning (device nvme1n1): ext4_end_bio:343: error reading inode 1234", "fs_readonly"),
+    # kernel/workqueue.c show_cpu_pools_hogs / wq_watchdog_timer_fn
+    ("BUG: workqueue lockup - pool cpus=12 node=1 flags=0x0 nice=0 stuck for 41s!", "soft_lockup"),
+    # arch/arm/mm/fault.c do_DataAbort 'Unhandled fault: %s (0x%03x) at 0x%08lx'
+    ("Unhandled fault: imprecise external abort (0x1406) at 0x00000000", "other_fault"),
+    # mlx5 PCI error handling
+    ("mlx5_core 0000:3b:00.1: mlx5_pci_err_detected: PCI channel offline, disabling device", "infiniband"),
+    # systemd failing the fabric manager's unit: the failure comes before the service's name
+    ("systemd[1]: Failed to start NVIDIA fabric manager service.", "other_fault"),
+    # systemd-modules-load failing a GPU or NIC driver
+    ("systemd-modules-load[412]: Failed to insert module 'nvidia': No such device", "other_fault"),
+    # the fallback: a hardware driver's dev_err that says its device failed or timed out
+    ("xhci_hcd 0000:00:14.0: Timeout while waiting for setup device command", "other_fault"),
+    ("igb 0000:05:00.0: PCIe link lost, device now detached", "pcie_link"),
+    ("ath10k_pci 0000:02:00.0: failed to wake target for read32 at 0x0003a028: -110", "other_fault"),
+    ("megaraid_sas 0000:18:00.0: FW in FAULT state, Fault code:0x10000 subcode:0x0", "other_fault"),
+]
+
+BENIGN = [
+    "pcieport 0000:00:1c.0: pciehp: Slot(2): Link Up",
+    "bond1: link status definitely up for interface eth1, 25000 Mbps full duplex",
+    "ibbond: link status up again after 0 ms for interface ib1",
+    "pcieport 0000:00:03.1: DPC: error containment capabilities: Int Msg #0, RPExt+ PoisonedTLP+ SwTrigger+",
+    "iwlwifi 0000:00:14.3: firmware: failed to load iwlwifi-so-a0-gf-a0-86.ucode (-2)",
+    "amdgpu 0000:03:00.0: amdgpu: SMU is initialized successfully!",
+    "i915 0000:00:02.0: [drm] GuC firmware i915/tgl_guc_70.bin version 70.5.1",
+    "nvme nvme0: 8/0/0 default/read/poll queues",
+    "ata3: SATA link down (SStatus 0 SControl 300)",
+    "EXT4-fs warning (device sda1): ext4_dx_add_entry:2347: Directory index full!",
+    "nvidia 0000:01:00.0: PM: pci_pm_resume+0x0/0xe0 returned 0 after 1234 usecs",
+    "PM: suspend entry (deep)",
+    "pci 0000:00:1c.0: BAR 13: failed to assign [io  size 0x1000]",
+    "snd_hda_intel 0000:01:00.1: azx_get_response timeout, switching to polling mode: last cmd=0x004f0900",
+    "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  535.104.05",
+    "NVRM: Persistence mode is deprecated and will be removed in a future release.",
+]
+
+
+@pytest.mark.parametrize(("line", "kind"), FAULTS)
+def test_a_family_is_known_beyond_the_lines_seen(line: str, kind: str) -> None:
+    assert classify(line).kind == kind
+
+
+@pytest.mark.parametrize("line", BENIGN)
+def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
+    assert classify(line).kind is None
