@@ -99,6 +99,22 @@ class Reader:
         return await client.sql(self._nc, query, params, max_rows=max_rows, timeout=timeout)
 
 
+def read_objects(data_dir: Path | None, nats: str | None, clickhouse: str | None,
+                 *queries: tuple[str, dict[str, Any]]) -> list[list[dict[str, Any]]]:  # fmt: skip
+    """Each query's rows as objects keyed by column, all asked in one session with the store."""
+
+    async def run() -> list[list[dict[str, Any]]]:
+        async with Reader(data_dir, nats, clickhouse) as r:
+            return [objects(await r.sql(query, params)) for query, params in queries]
+
+    return asyncio.run(run())
+
+
+def objects(result: tuple[list[str], list[list[Any]]]) -> list[dict[str, Any]]:
+    columns, rows = result
+    return [dict(zip(columns, r, strict=True)) for r in rows]
+
+
 def parse_duration(text: str) -> int:
     """Whole seconds back from now, as --since and --until take them (90s, 15m, 1h, 7d)."""
     return int(config.parse_duration(text))
@@ -134,12 +150,7 @@ def events(
     params = {"since_s": parse_duration(since), "until_s": parse_duration(until), "node": node or "",
               "component": component or "", "kind": kind or "", "limit": limit}  # fmt: skip
 
-    async def read() -> tuple[list[str], list[list[Any]]]:
-        async with Reader(data_dir, nats, clickhouse) as r:
-            return await r.sql(EVENTS_SQL, params)
-
-    columns, rows = asyncio.run(read())
-    objs = [dict(zip(columns, r, strict=True)) for r in rows]
+    (objs,) = read_objects(data_dir, nats, clickhouse, (EVENTS_SQL, params))
     for o in objs:
         o["time"] = iso(int(o["time_ns"]))
     if json_out:
@@ -186,12 +197,7 @@ def incidents(
     """Incidents from ClickHouse: each fault on each entity once, with its count, first and last time."""
     params = {"since_s": parse_duration(since), "node": node or "", "limit": limit}
 
-    async def read() -> tuple[list[str], list[list[Any]]]:
-        async with Reader(data_dir, nats, clickhouse) as r:
-            return await r.sql(INCIDENTS_SQL, params)
-
-    columns, rows = asyncio.run(read())
-    objs = [dict(zip(columns, r, strict=True)) for r in rows]
+    (objs,) = read_objects(data_dir, nats, clickhouse, (INCIDENTS_SQL, params))
     for o in objs:
         o["first"], o["last"] = iso(int(o.pop("first_ns"))), iso(int(o.pop("last_ns")))
     if json_out:

@@ -19,7 +19,7 @@ from gpuctl.options import (
     iso,
     print_table,
 )
-from gpuctl.read import Reader
+from gpuctl.read import read_objects
 from gpuctl.stage_options import ResponderOptions
 from gpuhealth.config import parse_duration
 from gpuhealth.errors import ConfigError
@@ -50,11 +50,6 @@ LIMIT {limit:UInt32}
 """
 
 
-def objects(result: tuple[list[str], list[list[Any]]]) -> list[dict[str, Any]]:
-    columns, rows = result
-    return [dict(zip(columns, r, strict=True)) for r in rows]
-
-
 def status_of(drained: list[dict[str, Any]], decisions: list[dict[str, Any]], since: str) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for d in decisions:
@@ -80,11 +75,7 @@ def status(
     skipped (and why), refused (by the circuit breaker or the rate limit), failed."""
     params = {"since_s": int(parse_duration(since)), "node": node or "", "limit": limit}
 
-    async def read() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        async with Reader(data_dir, nats, clickhouse) as r:
-            return objects(await r.sql(DRAINED_SQL)), objects(await r.sql(DECISIONS_SQL, params))
-
-    drained, decisions = asyncio.run(read())
+    drained, decisions = read_objects(data_dir, nats, clickhouse, (DRAINED_SQL, {}), (DECISIONS_SQL, params))
     out = status_of(drained, decisions, since)
     if json_out:
         print(schema.dump(schema.ResponderStatus, out))

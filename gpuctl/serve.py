@@ -11,14 +11,15 @@ import dataclasses
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from gpuctl import privsep
 from gpuctl.commands import taking
 from gpuctl.options import data_dir_of
-from gpuctl.stage_options import RulesOptions, SinkOptions, UpOptions
+from gpuctl.stage_options import RulesOptions, ServiceOptions, SinkOptions, UpOptions
 from gpuhealth import flags
 from producers.options import NOT_UP, AgentOptions
 
@@ -52,6 +53,16 @@ def log_to_stderr(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, handlers=[sd.log_handler()])
 
 
+def serve_stage(o: ServiceOptions, run: Callable[..., Coroutine[Any, Any, int]]) -> None:
+    """A service (``run(options, ready, metrics, probes)``) with its log, metrics and probes, until stopped."""
+    log_to_stderr()
+    measured, probes = metrics(o.metrics_listen)
+    ready = privsep.Ready(o.ready_fd)
+    with ready.or_why():
+        code = asyncio.run(run(o, ready, measured, probes))
+    raise typer.Exit(code)
+
+
 # ---------------------------------------------------------------- running
 
 
@@ -81,12 +92,7 @@ def serve_rules(o: RulesOptions) -> None:
     """The rules service: events in, health states and incidents out. Instances share nodes by hash."""
     from gpuctl.stages import serve_rules as run
 
-    log_to_stderr()
-    measured, probes = metrics(o.metrics_listen)
-    ready = privsep.Ready(o.ready_fd)
-    with ready.or_why():
-        code = asyncio.run(run(o, ready=ready, measured=measured, probes=probes))
-    raise typer.Exit(code)
+    serve_stage(o, run)
 
 
 @serve_app.command("sink")
@@ -95,9 +101,4 @@ def serve_sink(o: SinkOptions) -> None:
     """The ClickHouse sink, which also answers read-only SQL for gpuctl."""
     from gpuctl.stages import serve_sink as run
 
-    log_to_stderr()
-    measured, probes = metrics(o.metrics_listen)
-    ready = privsep.Ready(o.ready_fd)
-    with ready.or_why():
-        code = asyncio.run(run(o, ready, measured, probes))
-    raise typer.Exit(code)
+    serve_stage(o, run)
