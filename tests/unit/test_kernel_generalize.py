@@ -91,6 +91,11 @@ FAULTS = [
         "mce_edac",
     ),
     ("xhci_hcd 0000:80:14.0: HC died; cleaning up", "other_fault"),
+    # root complexes whose link never trained: dwc (qcom, imx6, tegra...), aardvark, rockchip, mediatek
+    ("qcom-pcie 1c00000.pci: Phy link never came up", "pcie_link"),
+    ("advk-pcie d0070000.pcie: link never came up", "pcie_link"),
+    ("rockchip-pcie fd000000.pcie: PCIe link training gen1 timeout!", "pcie_link"),
+    ("mtk-pcie 1a140000.pcie: Port1 link down", "pcie_link"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
