@@ -120,6 +120,7 @@ BENIGN = [
     "NVRM: Persistence mode is deprecated and will be removed in a future release.",
     # an Ethernet port's link loss and a hung-task report's advice line (the labels call both benign)
     "e1000e 0000:00:1f.6 eno1: NIC Link is Down",
+    "tg3 0000:02:00.0 eth0: Link is down.",
     '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
     # sense data that is no failure, GPUDirect's normal path, a BIOS table bug
     "sd 0:0:0:0: [sda] Add. Sense: Power on, reset, or bus device reset occurred",
