@@ -96,6 +96,10 @@ FAULTS = [
     ("advk-pcie d0070000.pcie: link never came up", "pcie_link"),
     ("rockchip-pcie fd000000.pcie: PCIe link training gen1 timeout!", "pcie_link"),
     ("mtk-pcie 1a140000.pcie: Port1 link down", "pcie_link"),
+    # ipoib_timeout (ibN is the interface, no driver named); therm_throt.c without 'mce: '; thermal_core.c
+    ("ib1: transmit timeout: latency 4096 msecs", "infiniband"),
+    ("CPU17: Package temperature above threshold, cpu clock throttled (total events = 3)", "mce_edac"),
+    ("thermal thermal_zone2: x86_pkg_temp: critical temperature reached (98 C), shutting down", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
@@ -121,6 +125,7 @@ BENIGN = [
     # an Ethernet port's link loss and a hung-task report's advice line (the labels call both benign)
     "e1000e 0000:00:1f.6 eno1: NIC Link is Down",
     "tg3 0000:02:00.0 eth0: Link is down.",
+    "CPU17: Package temperature/speed normal",
     '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
     # sense data that is no failure, GPUDirect's normal path, a BIOS table bug
     "sd 0:0:0:0: [sda] Add. Sense: Power on, reset, or bus device reset occurred",
