@@ -100,6 +100,12 @@ FAULTS = [
     ("ib1: transmit timeout: latency 4096 msecs", "infiniband"),
     ("CPU17: Package temperature above threshold, cpu clock throttled (total events = 3)", "mce_edac"),
     ("thermal thermal_zone2: x86_pkg_temp: critical temperature reached (98 C), shutting down", "other_fault"),
+    # __warn in newer kernels; lib/list_debug.c; lib/ubsan.c; memory-failure.c soft offline; mpt3sas firmware fault
+    ("WARNING: drivers/gpu/drm/drm_atomic.c:1421 at drm_atomic_check_only+0x5d/0x9a0, CPU#7: Xorg/2210", "other_fault"),
+    ("list_add corruption. next->prev should be prev (ffff88810a3c6e00), but was 0000000000000000.", "other_fault"),
+    ("UBSAN: array-index-out-of-bounds in drivers/net/ethernet/mellanox/mlx5/core/en_main.c:77:12", "other_fault"),
+    ("soft offline: 0x2f1a3: page migration failed 1, type 0x17ffffc0000000", "mce_edac"),
+    ("mpt3sas_cm1: fault_state(0x5854)!", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
