@@ -75,6 +75,7 @@ FAULTS = [
     ("note: python3[88123] exited with preempt_count 1", "other_fault"),
     # the NVIDIA driver refusing: 'does not support'
     ("NVRM: GPU2 kbusConstructEngine_IMPL: Platform does not support PCIe P2P", "other_fault"),
+    ("NVRM: GPU1 memmgrSavePowerMgmtState_KERNEL: !!!!! Calling Suspend on a suspended GPU or", "other_fault"),
     # scsi_logging.c sense keys and sense_codes.h failures; libata-eh.c ata_eh_link_report's cmd/res pair
     ("sd 6:0:0:0: [sdf] tag#3 Sense Key : Aborted Command [current] [descriptor]", "other_fault"),
     ("sd 1:0:0:0: [sdb] tag#12 Add. Sense: Logical unit communication failure", "other_fault"),
