@@ -133,6 +133,7 @@ BENIGN = [
     "e1000e 0000:00:1f.6 eno1: NIC Link is Down",
     "tg3 0000:02:00.0 eth0: Link is down.",
     "CPU17: Package temperature/speed normal",
+    "nvme nvme2: failed to set APST feature (-19)",
     '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
     # sense data that is no failure, GPUDirect's normal path, a BIOS table bug
     "sd 0:0:0:0: [sda] Add. Sense: Power on, reset, or bus device reset occurred",
