@@ -3,9 +3,12 @@
 - ../shared/corpus/kernel_lines.jsonl: the corpus the classifier started from;
 - tests/data/kernel_lines_extra.jsonl: real lines gathered later from other sources (the research
   helpers' sets, sha256(line)'s first byte >= 64). Its held-out part, tests/data/kernel_lines_holdout.jsonl
-  (first byte < 64), is scored in the README and never asserted here: no rule is tuned on it.
+  (first byte < 64), is scored in the README and not asserted here: its one benign line flagged, an
+  '---[ end trace' line, is labelled a fault in extra and extra2 (the labels disagree, the rule stays).
 - tests/data/kernel_lines_extra2.jsonl: a fresh set from yet other sources, first scored unseen (88.9%
   detected); its misses were studied as families (tests/unit/test_kernel_generalize.py), not as lines.
+- tests/data/kernel_lines_holdout2.jsonl: still other sources, first scored unseen (92.3% detected, 4 of 121
+  benign flagged), then learnt from the same way: asserted since.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
 EXTRA = DATA / "kernel_lines_extra.jsonl"
 EXTRA2 = DATA / "kernel_lines_extra2.jsonl"
+HOLDOUT2 = DATA / "kernel_lines_holdout2.jsonl"
 
 
 def figures(path: Path) -> dict[str, Any]:
@@ -39,7 +43,7 @@ def test_the_corpus_is_all_right() -> None:
     assert f["benign_flagged_lines"] == []
 
 
-@pytest.mark.parametrize("path", [CORPUS, EXTRA, EXTRA2], ids=["corpus", "extra", "extra2"])
+@pytest.mark.parametrize("path", [CORPUS, EXTRA, EXTRA2, HOLDOUT2], ids=["corpus", "extra", "extra2", "holdout2"])
 def test_the_floors_hold(path: Path) -> None:
     f = figures(path)
     assert f["xid_code_and_pci_right"] == f["xid_lines"], f["not_as_labelled"]

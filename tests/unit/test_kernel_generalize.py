@@ -60,7 +60,57 @@ FAULTS = [
     ("igb 0000:05:00.0: PCIe link lost, device now detached", "pcie_link"),
     ("ath10k_pci 0000:02:00.0: failed to wake target for read32 at 0x0003a028: -110", "other_fault"),
     ("megaraid_sas 0000:18:00.0: FW in FAULT state, Fault code:0x10000 subcode:0x0", "other_fault"),
+    # holdout2's families. An oops's meaningful lines: arch dump_kernel_offset, lib/refcount.c,
+    # fs/sysfs/dir.c sysfs_warn_dup, kernel/exit.c after a task died in an oops
+    ("Kernel Offset: disabled", "other_fault"),
+    (
+        "Kernel Offset: 0x3a200000 from 0xffffffff81000000 (relocation range: 0xffffffff80000000-0xffffffffbfffffff)",
+        "other_fault",
+    ),
+    ("refcount_t: underflow; use-after-free.", "other_fault"),
+    ("refcount_t: saturated; leaking memory.", "other_fault"),
+    ("refcount_t: addition on 0; use-after-free.", "other_fault"),
+    ("sysfs: cannot create duplicate filename '/bus/pci/slots/7-1'", "other_fault"),
+    ("note: kworker/3:1[2211] exited with irqs disabled", "other_fault"),
+    ("note: python3[88123] exited with preempt_count 1", "other_fault"),
+    # the NVIDIA driver refusing: 'does not support'
+    ("NVRM: GPU2 kbusConstructEngine_IMPL: Platform does not support PCIe P2P", "other_fault"),
+    ("NVRM: GPU1 memmgrSavePowerMgmtState_KERNEL: !!!!! Calling Suspend on a suspended GPU or", "other_fault"),
+    # scsi_logging.c sense keys and sense_codes.h failures; libata-eh.c ata_eh_link_report's cmd/res pair
+    ("sd 6:0:0:0: [sdf] tag#3 Sense Key : Aborted Command [current] [descriptor]", "other_fault"),
+    ("sd 1:0:0:0: [sdb] tag#12 Add. Sense: Logical unit communication failure", "other_fault"),
+    ("ata4.00: cmd 61/08:00:a8:2d:60/00:00:0c:00:00/40 tag 0 ncq dma 4096 out", "other_fault"),
+    ("         res 51/04:08:00:00:00/00:00:00:00:00/a0 Emask 0x1 (device error)", "other_fault"),
+    # GPUDirect RDMA losing its pages: nv_peer_mem and gdrdrv
+    ("nv_mem nv_get_p2p_free_callback:160 nv_get_p2p_free_callback -- invalid context", "other_fault"),
+    ("gdrdrv:nvidia_p2p_get_pages(va=7f2a40000000 len=65536 p2p_token=0 va_space=0) failed [ret = -12]", "other_fault"),
+    # amdgpu_device_gpu_recover; edac debugfs injection; xhci_hc_died
+    ("amdgpu 0000:0c:00.0: amdgpu: Bailing on TDR for s_job:1a2f, as another already in progress", "other_fault"),
+    (
+        "Generating 3 UE fake errors to 1.2.0 to test core handling. NOTE: this won't test the driver-specific "
+        "decoding logic.",
+        "mce_edac",
+    ),
+    ("xhci_hcd 0000:80:14.0: HC died; cleaning up", "other_fault"),
+    # root complexes whose link never trained: dwc (qcom, imx6, tegra...), aardvark, rockchip, mediatek
+    ("qcom-pcie 1c00000.pci: Phy link never came up", "pcie_link"),
+    ("advk-pcie d0070000.pcie: link never came up", "pcie_link"),
+    ("rockchip-pcie fd000000.pcie: PCIe link training gen1 timeout!", "pcie_link"),
+    ("mtk-pcie 1a140000.pcie: Port1 link down", "pcie_link"),
+    # ipoib_timeout (ibN is the interface, no driver named); therm_throt.c without 'mce: '; thermal_core.c
+    ("ib1: transmit timeout: latency 4096 msecs", "infiniband"),
+    ("CPU17: Package temperature above threshold, cpu clock throttled (total events = 3)", "mce_edac"),
+    ("thermal thermal_zone2: x86_pkg_temp: critical temperature reached (98 C), shutting down", "other_fault"),
+    # __warn in newer kernels; lib/list_debug.c; lib/ubsan.c; memory-failure.c soft offline; mpt3sas firmware fault
+    ("WARNING: drivers/gpu/drm/drm_atomic.c:1421 at drm_atomic_check_only+0x5d/0x9a0, CPU#7: Xorg/2210", "other_fault"),
+    ("list_add corruption. next->prev should be prev (ffff88810a3c6e00), but was 0000000000000000.", "other_fault"),
+    ("UBSAN: array-index-out-of-bounds in drivers/net/ethernet/mellanox/mlx5/core/en_main.c:77:12", "other_fault"),
+    ("soft offline: 0x2f1a3: page migration failed 1, type 0x17ffffc0000000", "mce_edac"),
+    ("mpt3sas_cm1: fault_state(0x5854)!", "other_fault"),
 ]
+
+# An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
+ODD_XID = "NVRM:  Xid (PCI:0000:86:00): 48, pid=2233, name=python, An uncorrectable double bit error (DBE)"
 
 BENIGN = [
     "pcieport 0000:00:1c.0: pciehp: Slot(2): Link Up",
@@ -79,6 +129,17 @@ BENIGN = [
     "snd_hda_intel 0000:01:00.1: azx_get_response timeout, switching to polling mode: last cmd=0x004f0900",
     "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  535.104.05",
     "NVRM: Persistence mode is deprecated and will be removed in a future release.",
+    # an Ethernet port's link loss and a hung-task report's advice line (the labels call both benign)
+    "e1000e 0000:00:1f.6 eno1: NIC Link is Down",
+    "tg3 0000:02:00.0 eth0: Link is down.",
+    "CPU17: Package temperature/speed normal",
+    "nvme nvme2: failed to set APST feature (-19)",
+    '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+    # sense data that is no failure, GPUDirect's normal path, a BIOS table bug
+    "sd 0:0:0:0: [sda] Add. Sense: Power on, reset, or bus device reset occurred",
+    "sd 0:0:0:0: [sda] Sense Key : Unit Attention [current]",
+    "gdrdrv:invoking nvidia_p2p_get_pages(va=0x7f0000000000 len=65536 p2p_tok=0 va_tok=0)",
+    "ACPI BIOS Error (bug): Could not resolve symbol [\\_SB.PC00.RP01], AE_NOT_FOUND (20210730/psargs-330)",
 ]
 
 
@@ -90,3 +151,8 @@ def test_a_family_is_known_beyond_the_lines_seen(line: str, kind: str) -> None:
 @pytest.mark.parametrize("line", BENIGN)
 def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
     assert classify(line).kind is None
+
+
+def test_an_xid_is_read_whatever_the_spacing() -> None:
+    found = classify(ODD_XID)
+    assert (found.kind, found.xid, found.pci_bus_id) == ("xid", 48, "0000:86:00.0")
