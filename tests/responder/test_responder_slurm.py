@@ -1,6 +1,7 @@
 """The responder as a fleet runs it, on the real one-machine Slurm: `gpuctl serve rules` turns an injected
 Xid 79 into a health state, `gpuctl serve responder` drains the Slurm node, a reboot resumes it, a
-person's drain is never undone, and 60% of the fleet faulting at once trips the circuit breaker."""
+person's drain is never undone, 60% of the fleet faulting at once trips the circuit breaker, and a burst
+behind one switch ends with no node of it drained by gpuhealth, every one held for a person."""
 
 from __future__ import annotations
 
