@@ -323,6 +323,19 @@ async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_ar
         assert status["drained"] == [], "released drains are not gpuhealth's any more"
 
 
+async def test_a_burst_in_dry_run_decides_the_same_and_touches_no_node(tmp_path: Path, slurm: LocalSlurm) -> None:
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4"]\n')
+    async with stack(tmp_path, slurm, "--topology", str(topology), "--breaker-fraction", "1") as s:
+        for node in ("n1", "n2", "n3", "n4"):
+            await s.fault(node)
+        await s.until(lambda: len(s.decisions) == 6, "six decisions")
+        assert {n: s.decided(n) for n in ("n1", "n2", "n3", "n4")} == {
+            "n1": [("drain", "dry_run"), ("resume", "held")], "n2": [("drain", "dry_run"), ("resume", "held")],
+            "n3": [("drain", "held")], "n4": [("drain", "held")]}  # fmt: skip
+        assert set(slurm.states().values()) == {"idle"}
+
+
 async def test_a_burst_leaves_a_node_a_person_drained_drained(tmp_path: Path, slurm: LocalSlurm) -> None:
     topology = tmp_path / "topology.toml"
     topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4", "n5"]\n')
