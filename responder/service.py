@@ -148,6 +148,7 @@ class ResponderService:
         """The decision on one state. A scheduler that cannot say what a node is now raises: the consumer
         holds the batch and retries (never a drain or resume decided blind, never ownership lost)."""
         now = time.time()
+        earlier: list[tuple[str, NodeState]] = []  # the burst's earlier nodes to release, and their state now
         try:
             node_name(h.node)
         except SchedulerError as e:
@@ -157,19 +158,23 @@ class ResponderService:
             current = await self.scheduler.state(h.node) if asks else NodeState(exists=True, drained=False)
             near = {h.node, *(n for _, n, _ in self.ledger.recent)} if wants_drain(h) else set()
             v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now, await self.labels(near))
+            # Asked before anything is recorded: a scheduler away here retries the state, which decides the
+            # burst again (a node recorded held first would be decided held alone, its release lost).
+            earlier = [(n, await self.scheduler.state(n)) for n in v.release]
             v = await self._act(h.node, v)
         record(self.ledger, h.node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)
         made = [self._decision(h, v, derived_id(h.time, "responder", h.id))]
         if v.incident is not None:
-            made += [await self._release(h, node, v.incident, now) for node in v.release]
+            made += [await self._release(h, node, shown, v.incident, now) for node, shown in earlier]
         return made, self._fleet_incident(v.incident) if v.incident else None
 
-    async def _release(self, h: HealthState, node: str, incident: FleetIncident, now: float) -> Decision:
+    async def _release(self, h: HealthState, node: str, current: NodeState, incident: FleetIncident,
+                       now: float) -> Decision:  # fmt: skip
         """gpuhealth's drain of an earlier node of the burst ``h`` completed, released: resumed, held."""
         faults = self.ledger.faults.get(node, {})
         entity, health_id = next(((k.split("/", 1)[1], i) for k, i in sorted(faults.items())), (h.entity, h.id))
-        v = await self._act(node, release(self.ledger, node, await self.scheduler.state(node), incident, self.policy))
+        v = await self._act(node, release(self.ledger, node, current, incident, self.policy))
         record(self.ledger, node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, node, v.outcome, v.why)
         d = self._decision(h, v, derived_id(h.time, "responder", h.id, node))

@@ -422,3 +422,45 @@ async def test_a_burst_on_one_driver_version_from_the_inventories_is_held(tmp_pa
             "n1": ("held", True), "n2": ("held", True), "n3": ("held", True), "n5": ("acted", False)}  # fmt: skip
         states = {n: st.rstrip("*") for n, st in slurm.states().items()}
         assert states == {"n1": "idle", "n2": "idle", "n3": "idle", "n4": "idle", "n5": "drained"}
+
+
+AWAY_AT_RELEASE = """#!/bin/sh
+# Holds drains in files; the scheduler is away once, when the burst asks what gpu-1 is before releasing it.
+read -r request
+node=$(echo "$request" | sed -n 's/.*"node": *"\\([^"]*\\)".*/\\1/p')
+case "$request" in
+  *'"fleet"'*) echo '{"nodes": ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]}' ;;
+  *'"drain"'*) echo "$request" | sed -n 's/.*"reason": *"\\([^"]*\\)".*/\\1/p' > "DIR/$node" ;;
+  *'"resume"'*) rm -f "DIR/$node" ;;
+  *'"state"'*)
+    echo x >> "DIR/$node.asked"
+    if [ "$node" = gpu-1 ] && [ "$(wc -l < "DIR/$node.asked")" -eq 2 ]; then echo "away" >&2; exit 1; fi
+    if [ -f "DIR/$node" ]; then printf '{"exists": true, "drained": true, "reason": "%s"}' "$(cat "DIR/$node")";
+    else echo '{"exists": true, "drained": false}'; fi ;;
+esac
+"""
+
+
+async def test_a_burst_whose_release_meets_the_scheduler_away_releases_on_the_retry(
+    tmp_path: Path, slurm: LocalSlurm
+) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    hook = tmp_path / "hook.sh"
+    hook.write_text(AWAY_AT_RELEASE.replace("DIR", str(held)))
+    hook.chmod(0o755)
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]\n')
+    args = ("--act", "--adapter", "command", "--command", str(hook), "--topology", str(topology))
+    async with stack(tmp_path, slurm, *args, "--breaker-fraction", "1") as s:
+        for node in ("gpu-1", "gpu-2"):
+            await s.fault(node)
+        await s.until(lambda: (held / "gpu-1").exists() and (held / "gpu-2").exists(), "gpu-1 and gpu-2 drained")
+        await s.fault("gpu-3")
+        await s.until(lambda: len(s.decisions) == 5, "five decisions", timeout=30)
+        assert s.decided("gpu-1") == [("drain", "acted"), ("resume", "held")]
+        assert s.decided("gpu-2") == [("drain", "acted"), ("resume", "held")]
+        third = next(d for d in s.decisions if d.node == "gpu-3")
+        assert (third.action, third.outcome) == ("drain", "held") and "sharing switch leaf-1" in third.why
+        assert not (held / "gpu-1").exists() and not (held / "gpu-2").exists(), "both released"
+        assert (held / "gpu-1.asked").read_text().count("x") == 3, "asked at its drain, away once, asked again"
