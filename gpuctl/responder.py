@@ -32,11 +32,11 @@ responder_app = typer.Typer(
 )
 
 # A node is gpuhealth's while its last acted drain-or-resume is a drain: every decision ever, since a
-# drain may be older than any window asked for.
+# drain may be older than any window asked for. A held resume is a drain a fleet incident released.
 DRAINED_SQL = """
 SELECT node, argMax(why, time) AS why, toUnixTimestamp64Nano(max(time)) AS at_ns
 FROM gpuhealth.responder_decisions
-WHERE outcome = 'acted' AND action IN ('drain', 'resume')
+WHERE (outcome = 'acted' AND action IN ('drain', 'resume')) OR (outcome = 'held' AND action = 'resume')
 GROUP BY node
 HAVING argMax(action, time) = 'drain'
 ORDER BY node
@@ -72,7 +72,8 @@ def status(
     clickhouse: DirectClickhouseOpt = None,
 ) -> None:
     """The nodes the responder holds drained, and its decisions: acted, dry_run (pending --act),
-    skipped (and why), refused (by the circuit breaker or the rate limit), failed."""
+    skipped (and why), refused (by the circuit breaker or the rate limit), held (a fleet incident's
+    node, its drain released, pending a person), failed."""
     params = {"since_s": int(parse_duration(since)), "node": node or "", "limit": limit}
 
     drained, decisions = read_objects(data_dir, nats, clickhouse, (DRAINED_SQL, {}), (DECISIONS_SQL, params))

@@ -1,8 +1,9 @@
 """Fleet correlation: one fault type on many nodes that share a switch, a rack (any group a site file
 names) or, asked for, a driver version or GPU model (from the nodes' inventories) within a short window
 is one fleet incident with a shared cause, not many broken nodes. From the node that makes it a burst
-on, drains in that group are held for a person: draining forty nodes behind one failing leaf switch is
-the worst response there is.
+on, drains in that group are held for a person, and the drains made before it was known as one are
+released (responder/decide.py): draining forty nodes behind one failing leaf switch is the worst
+response there is.
 
 The site file (TOML) maps each kind of group to its groups and their nodes:
 

@@ -8,7 +8,11 @@ Rules, in order:
   it: the ledger says so and the scheduler still shows gpuhealth's own reason. A node a person drained,
   or drained again since, is left as it is (NHC's ownership rule).
 - One fault type on ``burst_nodes`` nodes of one switch or rack within ``burst_window_s`` is a fleet
-  incident (responder/correlate.py): from then on the drains in that group are held for a person.
+  incident (responder/correlate.py): from then on the drains in that group are held for a person, and
+  the drains gpuhealth made for that fault on the burst's earlier nodes (before it was known as one)
+  are released (``release``), each node resumed only if it still shows gpuhealth's own reason. A held
+  node is neither drained nor resumed automatically until it is Healthy again (a reboot, or a person's
+  set-healthy).
 - The circuit breaker refuses a drain that would take more than ``breaker_fraction`` of the fleet out
   within ``breaker_window_s``; the rate limit refuses more than ``max_drains_per_minute``.
 - Dry-run (the default) decides the same and does nothing: its outcome says what --act would have done.
@@ -55,6 +59,7 @@ class Ledger(msgspec.Struct, kw_only=True):
     tripped: bool = False  # the breaker refused a drain, and has not let one through since
     recent: list[tuple[float, str, str]] = []  # (seconds, node, component) of drain-class faults: bursts
     incidents: dict[str, FleetIncident] = {}  # open fleet incidents by kind:group:component
+    held: dict[str, str] = {}  # node -> the fleet incident (key) it is held for, until a person acts
 
 
 class Verdict(NamedTuple):
@@ -64,6 +69,7 @@ class Verdict(NamedTuple):
     reason: str = ""  # the scheduler reason of a drain
     in_effect: bool = False  # the scheduler shows it done already (by gpuhealth before a restart)
     incident: FleetIncident | None = None  # the fleet incident a held drain belongs to
+    release: tuple[str, ...] = ()  # earlier nodes of a burst whose drain for its fault is to be released
 
 
 def drain_reason(h: HealthState) -> str:
@@ -100,6 +106,8 @@ def intent(ledger: Ledger, h: HealthState) -> tuple[ResponderAction, str]:
     faults.pop(key, None)
     if not faults:
         ledger.faults.pop(h.node, None)
+        if ledger.held.pop(h.node, None):
+            return "none", f"every fault of {h.node} is cleared: the fleet incident hold ends, nothing to resume"
     if h.node not in ledger.owned:
         return "none", f"Healthy, and gpuhealth holds no drain of {h.node}"
     if faults:
@@ -149,6 +157,9 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
             return Verdict("drain", "acted", f"already drained by gpuhealth: {current.reason}", current.reason, True)
         if current.drained:
             return Verdict("drain", "skipped", f"already drained by someone else: {current.reason}")
+        if h.node in ledger.held:
+            return Verdict("drain", "held", f"{h.node} is held for the fleet incident {ledger.held[h.node]}: a "
+                           "person decides (set-healthy ends it)")  # fmt: skip
 
         def groups_of(node: str) -> list[tuple[str, str]]:
             return policy.topology.groups_of(node) + list((labels or {}).get(node, []))
@@ -156,7 +167,8 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
         incident = burst(ledger.recent, ledger.incidents, groups_of, h.node, h.component, now,
                          nodes=policy.burst_nodes, window_s=policy.burst_window_s)  # fmt: skip
         if incident is not None:
-            return Verdict("drain", "held", incident.describe(policy.burst_window_s), incident=incident)
+            return Verdict("drain", "held", incident.describe(policy.burst_window_s), incident=incident,
+                           release=releasable(ledger, incident))  # fmt: skip
         refused = gate(ledger, policy, fleet, now, h.node)
         if refused:
             return Verdict("drain", "refused", refused)
@@ -170,12 +182,35 @@ def decide(ledger: Ledger, h: HealthState, current: NodeState, policy: Policy, f
     return Verdict("resume", done, why)
 
 
+def releasable(ledger: Ledger, incident: FleetIncident) -> tuple[str, ...]:
+    """The burst's nodes gpuhealth drained for its fault alone: a node another fault keeps drained stays."""
+    return tuple(n for n in incident.nodes if n in ledger.owned and ledger.faults.get(n)
+                 and all(k.split("/", 1)[0] == incident.fault for k in ledger.faults[n]))  # fmt: skip
+
+
+def release(ledger: Ledger, node: str, current: NodeState, incident: FleetIncident, policy: Policy) -> Verdict:
+    """The verdict on gpuhealth's drain of an earlier node of a burst: resumed and held for a person, if
+    the node still shows gpuhealth's own reason (a person's drain, or a person's resume, is left as it is)."""
+    owned = ledger.owned[node]
+    if policy.act and not (current.drained and current.reason == owned):
+        said = f"drained with {current.reason!r}" if current.drained else "not drained"
+        return Verdict("resume", "skipped", f"{node} is {said} now, not by gpuhealth: left as it is")
+    if not policy.act and current.drained:  # dry-run drained nothing: a drain seen now is someone else's
+        return Verdict("resume", "skipped", f"{node} is drained by someone else: {current.reason}")
+    why = f"gpuhealth's drain released: {incident.describe(policy.burst_window_s)}"
+    return Verdict("resume", "held", why, incident=incident)
+
+
 def record(ledger: Ledger, node: str, verdict: Verdict, now: float, policy: Policy) -> None:
-    """Keep what a verdict did: a drain owned (and counted by the breaker), a resume given up, a
-    resume skipped because the node is not gpuhealth's any more given up too."""
+    """Keep what a verdict did: a drain owned (and counted by the breaker), a node held for a fleet
+    incident (its drain, if any, released), a resume given up, a resume skipped because the node is not
+    gpuhealth's any more given up too."""
     kept = max(policy.breaker_window_s, 60.0)  # the breaker's window, and the rate limit's minute
     ledger.drains = [(t, n) for t, n in ledger.drains if t > now - kept]
-    if verdict.action == "drain" and verdict.outcome in ("acted", "dry_run"):
+    if verdict.outcome == "held" and verdict.incident is not None:
+        ledger.owned.pop(node, None)  # a released drain: no longer gpuhealth's to resume
+        ledger.held[node] = verdict.incident.key()
+    elif verdict.action == "drain" and verdict.outcome in ("acted", "dry_run"):
         if node not in ledger.owned:
             ledger.drains.append((now, node))
         ledger.owned[node] = verdict.reason

@@ -1,6 +1,8 @@
 """The responder's NATS wiring: a durable consumer of the health subjects, a decision on every state
 (responder/decide.py), the action through the scheduler adapter, the ledger written, every decision
-published on gpuhealth.v1.decision.<node> (the sink stores it), and only then the ack.
+published on gpuhealth.v1.decision.<node> (the sink stores it), and only then the ack. The state that
+makes a burst a fleet incident also releases gpuhealth's drains of the burst's earlier nodes: each is
+resumed (if Slurm still shows gpuhealth's reason) and gets a `held` decision of its own.
 
 A crash anywhere redelivers the states: a decision's id derives from its health state's, so a repeat
 is stored once, and a drain done before the crash is recognised by its reason (decide.py)."""
@@ -36,7 +38,17 @@ from gpuhealth.events import (
 )
 from responder.adapters import NodeState, Scheduler, node_name
 from responder.correlate import FleetIncident, inventory_groups
-from responder.decide import COMPONENT, Ledger, Policy, Verdict, asks_scheduler, decide, record, wants_drain
+from responder.decide import (
+    COMPONENT,
+    Ledger,
+    Policy,
+    Verdict,
+    asks_scheduler,
+    decide,
+    record,
+    release,
+    wants_drain,
+)
 
 log = logging.getLogger("gpuhealth.responder")
 FLEET_TTL_S = 60.0  # how long the scheduler's list of nodes is trusted before it is asked again
@@ -63,7 +75,7 @@ class ResponderService:
         self._inventory: KeyValue | None = None
         # Decisions made on states whose batch is not acknowledged yet: a batch retried after a failed
         # publish is answered with them, not decided again (which would find its own drains done).
-        self._made: dict[str, tuple[Decision, bus.Item | None]] = {}
+        self._made: dict[str, tuple[list[Decision], bus.Item | None]] = {}
 
     def _load(self) -> Ledger:
         try:
@@ -120,9 +132,9 @@ class ResponderService:
         for h in states:
             if h.component == COMPONENT:
                 continue  # its own breaker's state
-            d, incident = self._made.get(h.id) or await self.respond(h)
-            self._made[h.id] = d, incident
-            out.append((subjects.decision_subject(h.node), d.id, encode(d)))
+            made, incident = self._made.get(h.id) or await self.respond(h)
+            self._made[h.id] = made, incident
+            out += [(subjects.decision_subject(d.node), d.id, encode(d)) for d in made]
             if incident is not None:
                 out.append(incident)
         self._save()
@@ -132,10 +144,11 @@ class ResponderService:
         await bus.publish_messages(self.js, messages)
         self._made.clear()
 
-    async def respond(self, h: HealthState) -> tuple[Decision, bus.Item | None]:
+    async def respond(self, h: HealthState) -> tuple[list[Decision], bus.Item | None]:
         """The decision on one state. A scheduler that cannot say what a node is now raises: the consumer
         holds the batch and retries (never a drain or resume decided blind, never ownership lost)."""
         now = time.time()
+        earlier: list[tuple[str, NodeState]] = []  # the burst's earlier nodes to release, and their state now
         try:
             node_name(h.node)
         except SchedulerError as e:
@@ -145,16 +158,34 @@ class ResponderService:
             current = await self.scheduler.state(h.node) if asks else NodeState(exists=True, drained=False)
             near = {h.node, *(n for _, n, _ in self.ledger.recent)} if wants_drain(h) else set()
             v = decide(self.ledger, h, current, self.policy, await self.fleet_size(), now, await self.labels(near))
+            # Asked before anything is recorded: a scheduler away here retries the state, which decides the
+            # burst again (a node recorded held first would be decided held alone, its release lost).
+            earlier = [(n, await self.scheduler.state(n)) for n in v.release]
             v = await self._act(h.node, v)
         record(self.ledger, h.node, v, now, self.policy)
         log.info("responder: %s %s: %s (%s)", v.action, h.node, v.outcome, v.why)
-        decision = Decision(
-            id=derived_id(h.time, "responder", h.id), time=now_ns(), cluster=h.cluster, node=h.node,
-            source="responder", component=h.component, entity=h.entity, health=h.health,
-            repair_actions=h.repair_actions, action=v.action, outcome=v.outcome, why=v.why,
-            adapter=self.scheduler.name, health_id=h.id,
+        made = [self._decision(h, v, derived_id(h.time, "responder", h.id))]
+        if v.incident is not None:
+            made += [await self._release(h, node, shown, v.incident, now) for node, shown in earlier]
+        return made, self._fleet_incident(v.incident) if v.incident else None
+
+    async def _release(self, h: HealthState, node: str, current: NodeState, incident: FleetIncident,
+                       now: float) -> Decision:  # fmt: skip
+        """gpuhealth's drain of an earlier node of the burst ``h`` completed, released: resumed, held."""
+        faults = self.ledger.faults.get(node, {})
+        entity, health_id = next(((k.split("/", 1)[1], i) for k, i in sorted(faults.items())), (h.entity, h.id))
+        v = await self._act(node, release(self.ledger, node, current, incident, self.policy))
+        record(self.ledger, node, v, now, self.policy)
+        log.info("responder: %s %s: %s (%s)", v.action, node, v.outcome, v.why)
+        d = self._decision(h, v, derived_id(h.time, "responder", h.id, node))
+        return msgspec.structs.replace(d, node=node, entity=entity, health_id=health_id)
+
+    def _decision(self, h: HealthState, v: Verdict, id: str) -> Decision:
+        return Decision(
+            id=id, time=now_ns(), cluster=h.cluster, node=h.node, source="responder", component=h.component,
+            entity=h.entity, health=h.health, repair_actions=h.repair_actions, action=v.action, outcome=v.outcome,
+            why=v.why, adapter=self.scheduler.name, health_id=h.id,
         )  # fmt: skip
-        return decision, self._fleet_incident(v.incident) if v.incident else None
 
     def _fleet_incident(self, inc: FleetIncident) -> bus.Item:
         """One incident for the burst, under the responder's node, updated (seq) as nodes join it."""
@@ -171,7 +202,8 @@ class ResponderService:
     async def _act(self, node: str, v: Verdict) -> Verdict:
         """The verdict done on the scheduler, tried a few times (a controller just restarted refuses a
         resume until the node registers again); still refused, it is a failed decision, not a stalled stream."""
-        if v.outcome != "acted" or not self.policy.act or v.in_effect:
+        released = v.action == "resume" and v.outcome == "held"  # a burst's drain given back
+        if not (v.outcome == "acted" or released) or not self.policy.act or v.in_effect:
             return v
         delays = Backoff(first=0.5, cap=4.0)
         for attempt in range(1, ACT_TRIES + 1):

@@ -1,6 +1,7 @@
 """The responder as a fleet runs it, on the real one-machine Slurm: `gpuctl serve rules` turns an injected
 Xid 79 into a health state, `gpuctl serve responder` drains the Slurm node, a reboot resumes it, a
-person's drain is never undone, and 60% of the fleet faulting at once trips the circuit breaker."""
+person's drain is never undone, 60% of the fleet faulting at once trips the circuit breaker, and a burst
+behind one switch ends with no node of it drained by gpuhealth, every one held for a person."""
 
 from __future__ import annotations
 
@@ -282,6 +283,7 @@ async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_ar
     topology = tmp_path / "topology.toml"
     topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4"]\nleaf-2 = ["n5"]\n')
     async with stack(tmp_path, slurm, "--act", "--topology", str(topology), "--breaker-fraction", "1") as s:
+        s.serve("sink", "--data-dir", str(tmp_path / "sink"))
         incidents: list[Incident] = []
 
         async def incident(m: Msg) -> None:
@@ -290,16 +292,69 @@ async def test_a_burst_behind_one_switch_is_one_fleet_incident_and_its_drains_ar
         await s.nc.subscribe(subjects.incident_subject("resp-host", "gpuhealth-fleet"), cb=incident)
         for node in ("n1", "n2", "n3", "n4"):
             await s.fault(node)
-        await s.until(lambda: len(s.decisions) == 4, "four decisions")
-        assert sorted(d.outcome for d in s.decisions) == ["acted", "acted", "held", "held"]
-        held = sorted(d.node for d in s.decisions if d.outcome == "held")
-        assert all(slurm.states()[n] == "idle" for n in held), "a held drain is not done"
+        # n1 and n2 drained before the burst was one, then released at n3: two decisions each.
+        await s.until(lambda: len(s.decisions) == 6, "six decisions")
+        assert {n: s.decided(n) for n in ("n1", "n2", "n3", "n4")} == {
+            "n1": [("drain", "acted"), ("resume", "held")], "n2": [("drain", "acted"), ("resume", "held")],
+            "n3": [("drain", "held")], "n4": [("drain", "held")]}  # fmt: skip
+        last = {d.node: d for d in s.decisions}
+        assert all("sharing switch leaf-1" in last[n].why for n in ("n1", "n2", "n3", "n4"))
+        states = {n: st.rstrip("*") for n, st in slurm.states().items()}  # '*': not answering just after a resume
+        assert states == dict.fromkeys(["n1", "n2", "n3", "n4", "n5"], "idle"), "none drained by gpuhealth"
         await s.until(lambda: len(incidents) >= 2, "the fleet incident, and its update")
         assert {i.id for i in incidents} == {incidents[0].id}, "one incident"
-        last = max(incidents, key=lambda i: i.seq)
-        assert (last.node, last.component, last.entity, last.code) == (
+        inc = max(incidents, key=lambda i: i.seq)
+        assert (inc.node, inc.component, inc.entity, inc.code) == (
             "resp-host", "gpuhealth-fleet", "switch:leaf-1", "accelerator-nvidia-error-xid")  # fmt: skip
-        assert last.count == 4 and "sharing switch leaf-1" in last.reason and "held for a person" in last.reason
+        assert inc.count == 4 and "sharing switch leaf-1" in inc.reason and "held for a person" in inc.reason
+
+        status: dict[str, object] = {}
+
+        async def stored() -> bool:
+            nonlocal status
+            r = await asyncio.to_thread(gpuctl, "responder", "status", "--nats", s.nats.url, "--json")
+            status = json.loads(r.stdout) if r.returncode == 0 else {}
+            return status.get("counts") == {"acted": 2, "held": 4}
+
+        deadline = time.monotonic() + 30 * LOAD_SLACK
+        while not await stored():
+            assert time.monotonic() < deadline, f"the held decisions not in ClickHouse: {status}"
+            await asyncio.sleep(0.2)
+        assert status["drained"] == [], "released drains are not gpuhealth's any more"
+
+
+async def test_a_burst_in_dry_run_decides_the_same_and_touches_no_node(tmp_path: Path, slurm: LocalSlurm) -> None:
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4"]\n')
+    async with stack(tmp_path, slurm, "--topology", str(topology), "--breaker-fraction", "1") as s:
+        for node in ("n1", "n2", "n3", "n4"):
+            await s.fault(node)
+        await s.until(lambda: len(s.decisions) == 6, "six decisions")
+        assert {n: s.decided(n) for n in ("n1", "n2", "n3", "n4")} == {
+            "n1": [("drain", "dry_run"), ("resume", "held")], "n2": [("drain", "dry_run"), ("resume", "held")],
+            "n3": [("drain", "held")], "n4": [("drain", "held")]}  # fmt: skip
+        assert set(slurm.states().values()) == {"idle"}
+
+
+async def test_a_burst_leaves_a_node_a_person_drained_drained(tmp_path: Path, slurm: LocalSlurm) -> None:
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["n1", "n2", "n3", "n4", "n5"]\n')
+    async with stack(tmp_path, slurm, "--act", "--topology", str(topology), "--breaker-fraction", "1") as s:
+        slurm.drain_by_hand("n5", "bad fan, ticket 41")  # before any fault
+        for node in ("n1", "n2"):
+            await s.fault(node)
+        await s.until(lambda: slurm.states()["n1"] == slurm.states()["n2"] == "drained", "n1 and n2 drained")
+        slurm.drain_by_hand("n1", "RMA: swap the board")  # a person takes over gpuhealth's drain
+        for node in ("n5", "n3"):
+            await s.fault(node)
+        await s.until(lambda: len(s.decisions) == 6, "six decisions")
+        assert s.decided("n1") == [("drain", "acted"), ("resume", "skipped")]
+        assert s.decided("n2") == [("drain", "acted"), ("resume", "held")]
+        assert s.decided("n3") == [("drain", "held")] and s.decided("n5") == [("drain", "skipped")]
+        states = slurm.states()
+        assert (states["n1"], slurm.reason("n1")) == ("drained", "RMA: swap the board")
+        assert (states["n5"], slurm.reason("n5")) == ("drained", "bad fan, ticket 41")
+        assert (states["n2"].rstrip("*"), states["n3"]) == ("idle", "idle")
 
 
 async def test_with_slurm_away_the_responder_holds_and_resumes_once_it_answers(
@@ -360,7 +415,52 @@ async def test_a_burst_on_one_driver_version_from_the_inventories_is_held(tmp_pa
             await asyncio.sleep(0.1)
         for node in ("n5", "n1", "n2", "n3"):
             await s.fault(node)
-        await s.until(lambda: len(s.decisions) == 4, "four decisions")
-        held = [d for d in s.decisions if d.outcome == "held"]
-        assert sorted(d.outcome for d in s.decisions) == ["acted", "acted", "acted", "held"]
-        assert len(held) == 1 and held[0].node in ("n1", "n2", "n3") and "sharing driver 550.54" in held[0].why
+        # Two of the 550.54 nodes drained before the burst was one, then released: six decisions.
+        await s.until(lambda: len(s.decisions) == 6, "six decisions")
+        last = {d.node: d for d in s.decisions}
+        assert {n: (d.outcome, "sharing driver 550.54" in d.why) for n, d in last.items()} == {
+            "n1": ("held", True), "n2": ("held", True), "n3": ("held", True), "n5": ("acted", False)}  # fmt: skip
+        states = {n: st.rstrip("*") for n, st in slurm.states().items()}
+        assert states == {"n1": "idle", "n2": "idle", "n3": "idle", "n4": "idle", "n5": "drained"}
+
+
+AWAY_AT_RELEASE = """#!/bin/sh
+# Holds drains in files; the scheduler is away once, when the burst asks what gpu-1 is before releasing it.
+read -r request
+node=$(echo "$request" | sed -n 's/.*"node": *"\\([^"]*\\)".*/\\1/p')
+case "$request" in
+  *'"fleet"'*) echo '{"nodes": ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]}' ;;
+  *'"drain"'*) echo "$request" | sed -n 's/.*"reason": *"\\([^"]*\\)".*/\\1/p' > "DIR/$node" ;;
+  *'"resume"'*) rm -f "DIR/$node" ;;
+  *'"state"'*)
+    echo x >> "DIR/$node.asked"
+    if [ "$node" = gpu-1 ] && [ "$(wc -l < "DIR/$node.asked")" -eq 2 ]; then echo "away" >&2; exit 1; fi
+    if [ -f "DIR/$node" ]; then printf '{"exists": true, "drained": true, "reason": "%s"}' "$(cat "DIR/$node")";
+    else echo '{"exists": true, "drained": false}'; fi ;;
+esac
+"""
+
+
+async def test_a_burst_whose_release_meets_the_scheduler_away_releases_on_the_retry(
+    tmp_path: Path, slurm: LocalSlurm
+) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    hook = tmp_path / "hook.sh"
+    hook.write_text(AWAY_AT_RELEASE.replace("DIR", str(held)))
+    hook.chmod(0o755)
+    topology = tmp_path / "topology.toml"
+    topology.write_text('[switch]\nleaf-1 = ["gpu-1", "gpu-2", "gpu-3", "gpu-4"]\n')
+    args = ("--act", "--adapter", "command", "--command", str(hook), "--topology", str(topology))
+    async with stack(tmp_path, slurm, *args, "--breaker-fraction", "1") as s:
+        for node in ("gpu-1", "gpu-2"):
+            await s.fault(node)
+        await s.until(lambda: (held / "gpu-1").exists() and (held / "gpu-2").exists(), "gpu-1 and gpu-2 drained")
+        await s.fault("gpu-3")
+        await s.until(lambda: len(s.decisions) == 5, "five decisions", timeout=30)
+        assert s.decided("gpu-1") == [("drain", "acted"), ("resume", "held")]
+        assert s.decided("gpu-2") == [("drain", "acted"), ("resume", "held")]
+        third = next(d for d in s.decisions if d.node == "gpu-3")
+        assert (third.action, third.outcome) == ("drain", "held") and "sharing switch leaf-1" in third.why
+        assert not (held / "gpu-1").exists() and not (held / "gpu-2").exists(), "both released"
+        assert (held / "gpu-1.asked").read_text().count("x") == 3, "asked at its drain, away once, asked again"

@@ -10,7 +10,7 @@ from gpuhealth.errors import SchedulerError
 from gpuhealth.events import GpuInfo, HealthState, Inventory, RepairAction
 from responder.adapters import NodeState, node_name, slurm_reason
 from responder.correlate import Topology, inventory_groups
-from responder.decide import Ledger, Policy, Verdict, decide, record
+from responder.decide import Ledger, Policy, Verdict, decide, record, release
 
 XID = "accelerator-nvidia-error-xid"
 IDLE = NodeState(exists=True, drained=False)
@@ -169,6 +169,58 @@ def test_a_burst_of_one_fault_behind_one_switch_is_one_fleet_incident_and_its_dr
         "switch", "leaf-1", ["n1", "n2", "n3", "n4"])  # fmt: skip
     assert incident.first == 4.0 and incident.last == 5.0, "one incident, growing"
     assert set(ledger.owned) == {"n1", "n5", "n2"}
+
+
+def test_a_burst_releases_the_drains_gpuhealth_made_on_its_earlier_nodes_and_holds_every_node() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, topology=SWITCHES)
+    first = [step(ledger, state(n, i=i), policy=policy, now=float(i), fleet=6) for i, n in enumerate(["n1", "n2"], 1)]
+    assert [v.outcome for v in first] == ["acted", "acted"]
+    third = step(ledger, state("n3", i=3), policy=policy, now=3.0, fleet=6)
+    assert (third.action, third.outcome, third.release) == ("drain", "held", ("n1", "n2"))
+    assert third.incident is not None
+    for node, drained in zip(("n1", "n2"), first, strict=True):
+        v = release(ledger, node, ours(drained), third.incident, policy)
+        assert (v.action, v.outcome) == ("resume", "held")
+        assert v.why.startswith("gpuhealth's drain released: fleet incident: 3 nodes sharing switch leaf-1 ")
+        record(ledger, node, v, 3.0, policy)
+    held = dict.fromkeys(["n1", "n2", "n3"], f"switch:leaf-1:{XID}")
+    assert ledger.owned == {} and ledger.held == held
+    again = step(ledger, state("n1", i=4), policy=policy, now=200.0, fleet=6)
+    assert (again.action, again.outcome) == ("drain", "held"), "held until a person acts, past the burst window"
+    assert again.why == f"n1 is held for the fleet incident switch:leaf-1:{XID}: a person decides (set-healthy ends it)"
+    back = step(ledger, state("n1", "Healthy", (), i=5), policy=policy, now=201.0, fleet=6)
+    assert (back.action, back.outcome) == ("none", "skipped") and "n1" not in ledger.held
+    assert step(ledger, state("n1", i=6), policy=policy, now=400.0, fleet=6).outcome == "acted", "no hold any more"
+
+
+def test_a_released_drain_a_person_took_over_stays_drained_and_dry_run_releases_the_same() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, topology=SWITCHES)
+    step(ledger, state("n1"), policy=policy, fleet=6)
+    step(ledger, state("n2", i=2), policy=policy, now=1.0, fleet=6)
+    third = step(ledger, state("n3", i=3), policy=policy, now=2.0, fleet=6)
+    assert third.incident is not None and third.release == ("n1", "n2")
+    human = NodeState(exists=True, drained=True, reason="RMA: swap the board")
+    v = release(ledger, "n1", human, third.incident, policy)
+    assert (v.action, v.outcome) == ("resume", "skipped") and "RMA: swap the board" in v.why
+    record(ledger, "n1", v, 2.0, policy)
+    assert "n1" not in ledger.owned and "n1" not in ledger.held, "a person's node now, not gpuhealth's"
+    dry = Policy(breaker_fraction=1.0, topology=SWITCHES)
+    ledger = Ledger()
+    for i, n in enumerate(["n1", "n2"], 1):
+        step(ledger, state(n, i=i), policy=dry, now=float(i), fleet=6)
+    burst = step(ledger, state("n3", i=3), policy=dry, now=3.0, fleet=6)
+    assert burst.incident is not None and burst.release == ("n1", "n2")
+    assert release(ledger, "n1", IDLE, burst.incident, dry).outcome == "held", "dry-run drained nothing: idle is ours"
+
+
+def test_a_burst_keeps_a_node_drained_for_another_fault_too() -> None:
+    ledger, policy = Ledger(), Policy(act=True, breaker_fraction=1.0, topology=SWITCHES)
+    step(ledger, state("n1"), policy=policy, fleet=6)
+    other = HealthState(**{**msgspec.structs.asdict(state("n1", i=2)), "component": "pcie", "entity": "x"})
+    step(ledger, other, policy=policy, now=1.0, fleet=6, current=NodeState(True, True, ledger.owned["n1"]))
+    step(ledger, state("n2", i=3), policy=policy, now=2.0, fleet=6)
+    third = step(ledger, state("n3", i=4), policy=policy, now=3.0, fleet=6)
+    assert third.release == ("n2",), "n1 stays drained: its pcie fault holds it, no burst"
 
 
 def test_faults_spread_in_time_or_of_other_kinds_are_no_burst() -> None:
