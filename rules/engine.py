@@ -58,12 +58,20 @@ from rules.faults import (
 from rules.state import (
     ComponentState,
     NodeState,
+    Sighting,
     first_time,
 )
 from rules.state import (
     key as _key,
 )
 from rules.transitions import FaultRule, raise_state, record_fault, restore, set_state, span
+
+# The driver reports an Xid twice, as a kernel-log line and as an NVML event (0.02 s apart on a real H100):
+# within this window a report pairs with an unpaired one of the other witness, and they are one fault.
+# Generous, as the line's time comes from the boot clock and NVML's from the wall clock.
+PAIR_WINDOW_NS = 30 * 10**9
+MAX_SIGHTINGS = 32  # per GPU and code: a storm unpaired is counted, not remembered
+WITNESS = {"kmsg": "kernel", "journald": "kernel", "nvml": "nvml"}
 
 # ---------------------------------------------------------------- the entry point
 
@@ -201,9 +209,36 @@ def _xid(
             action = action or ("RESET_GPU" if nvlink.fatal else "IGNORE_NO_ACTION_REQUIRED")
             ladder = (action, "HARDWARE_INSPECTION") if action != "IGNORE_NO_ACTION_REQUIRED" else (action,)
             reason += f" ({nvlink.unit or 'unit not printed'}, {'fatal' if nvlink.fatal else 'non-fatal'})"
+    if pci is not None and not (count := _new_occurrences(state, ev, code, pci, count)):
+        return []  # the other witness's report of the same fault: counted and stated already
     severity = entry.severity if entry else "Unknown"
     rule = FaultRule(f"xid:{code}", ladder, reason, XID_COMPONENT, app=code in APPLICATION_XIDS, severity=severity)
     return record_fault(state, ev, rule, pci or "unknown", catalog.limits, late=late, pci=pci, count=count)
+
+
+def _new_occurrences(state: NodeState, ev: Event, code: int, pci: str, count: int) -> int:
+    """How many of ``count`` reports of Xid ``code`` are faults not yet counted: those the other witness
+    did not report already. Each source alone still counts every occurrence."""
+    witness = WITNESS.get(ev.source)
+    if witness is None:
+        return count
+    for stale in [k for k, seen in state.sightings.items() if abs(ev.time - seen[-1].time) > PAIR_WINDOW_NS]:
+        del state.sightings[stale]
+    key = f"{pci}\x1f{code}"
+    kept = [s for s in state.sightings.get(key, []) if abs(ev.time - s.time) <= PAIR_WINDOW_NS]
+    new = count
+    for s in kept:
+        if new and s.witness != witness:
+            paired = min(s.left, new)
+            s.left, new = s.left - paired, new - paired
+    kept = [s for s in kept if s.left]
+    if new:
+        kept.append(Sighting(witness, ev.time, new))
+    if kept:
+        state.sightings[key] = kept[-MAX_SIGHTINGS:]
+    else:
+        state.sightings.pop(key, None)
+    return new
 
 
 def _kernel(state: NodeState, ev: KernelEvent, catalog: Catalog, late: bool) -> list[HealthState]:
@@ -236,7 +271,7 @@ def _nvml(state: NodeState, ev: NvmlEvent, catalog: Catalog, late: bool) -> list
     entity, pci = ev.pci_bus_id or ev.node, ev.pci_bus_id
     rule = NVML_FAULTS.get(ev.kind)
     if rule is None or (ev.kind == "slowdown" and not ev.data):
-        return []  # clock and power-source events are stored, not states
+        return []  # power-source events (and an older agent's clock events) are stored, not states
     if ev.kind == "temperature" and not ev.data:
         return restore(state, ev, rule.component, entity, "temperature", ev.message)
     reason: str | None = None  # None: the rule's own

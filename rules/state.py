@@ -42,6 +42,14 @@ class Fault(msgspec.Struct, kw_only=True):
     event_ids: list[str] = []
 
 
+class Sighting(msgspec.Struct, array_like=True):
+    """Occurrences of one Xid on one GPU that one witness (the kernel log, NVML) reported and the other has not."""
+
+    witness: str
+    time: int
+    left: int
+
+
 class NodeState(msgspec.Struct, kw_only=True, dict=True):  # dict: room for _recent_ids's set
     node: str
     cluster: str = ""
@@ -52,6 +60,7 @@ class NodeState(msgspec.Struct, kw_only=True, dict=True):  # dict: room for _rec
     states: dict[str, ComponentState] = {}
     faults: dict[str, Fault] = {}
     gpu_uuid_by_pci: dict[str, str] = {}
+    sightings: dict[str, list[Sighting]] = {}  # "pci\x1fcode": Xids awaiting their second witness
     recent: list[str] = []  # the last RECENT_IDS event ids: a producer's re-publish (same id, new message)
     # The stream sequence of the last event applied: the node's events reach the engine in stream
     # order, so one at or below it was applied already (redelivered), however long ago.
