@@ -51,6 +51,13 @@ CUPY_FAULT = (
     "k((1,), (1,), ())\n"
     "cupy.cuda.runtime.deviceSynchronize()\n"
 )
+# A trap instruction in a kernel: the SM raises an exception the driver reports as an Xid of its own.
+CUPY_TRAP = (
+    "import cupy\n"
+    "k = cupy.RawKernel('extern \"C\" __global__ void trap() { __trap(); }', 'trap')\n"
+    "k((1,), (1,), ())\n"
+    "cupy.cuda.runtime.deviceSynchronize()\n"
+)
 # Matrix products for a while: the clocks move as a training job's do.
 CUPY_LOAD = (
     "import sys, time, cupy\n"
@@ -145,8 +152,8 @@ async def python(code: str, *args: str) -> tuple[int, str]:
     return int(p.returncode or 0), (err.decode().strip().splitlines() or [""])[-1][:200]
 
 
-async def provoke_xid() -> dict[str, Any]:
-    for name, fault in (("cupy", CUPY_FAULT), ("torch", TORCH_FAULT)):
+async def provoke_xid(cupy_code: str, *, torch: bool = True) -> dict[str, Any]:
+    for name, fault in (("cupy", cupy_code), *((("torch", TORCH_FAULT),) if torch else ())):
         if (await python(f"import {name}"))[0] == 0:
             code, error = await python(fault)
             return {"with": name, "exit": code, "error": error}
@@ -188,9 +195,8 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     try:
         first_poll = await wait_for(lambda: seen.inventory is not None and len(seen.metrics) > 0, 90)
         out["first_poll_s"] = round(time.monotonic() - seen.t0, 1) if first_poll else None
-        cpu0 = sum(agent.cpu_times()[:2])
         if not args.no_fault:
-            out["fault"] = await provoke_xid()
+            out["fault"] = await provoke_xid(CUPY_FAULT)
             t_fault = time.monotonic()  # the faulting process has exited: its context is torn down
             got = await wait_for(lambda: 31 in seen.nvml_xids, 60)
             # negative: the event was on the bus before the faulting process had finished exiting
@@ -201,6 +207,11 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             if await wait_for(gpu_bad, 30):
                 key = next(k for k, s in seen.states.items() if k.startswith("accelerator") and s.health != "Healthy")
                 out["state_after_s"] = round(seen.state_at[key] - t_fault, 2)
+            if args.trap:
+                before = set(seen.nvml_xids)
+                out["trap"] = await provoke_xid(CUPY_TRAP, torch=False)
+                await wait_for(lambda: set(seen.nvml_xids) - before, 20)
+        cpu0 = sum(agent.cpu_times()[:2])
         await asyncio.sleep(args.settle)
         out["agent_cpu_millicores"] = round((sum(agent.cpu_times()[:2]) - cpu0) / args.settle * 1000, 1)
         mem = agent.memory_full_info()
@@ -208,9 +219,14 @@ async def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         out["agent_uss_mib"] = round(mem.uss / 2**20, 1)  # its own pages: the libraries' shared text excluded
         out["agent_pss_mib"] = round(mem.pss / 2**20, 1)
         if args.load and not args.simulate:
-            before = len(seen.clock_events)
+            clocks, cpu0 = len(seen.clock_events), sum(agent.cpu_times()[:2])
             code, _ = await python(CUPY_LOAD, str(args.load))
-            out["load"] = {"seconds": args.load, "exit": code, "clock_events": len(seen.clock_events) - before}
+            out["load"] = {
+                "seconds": args.load,
+                "exit": code,
+                "clock_events": len(seen.clock_events) - clocks,
+                "agent_cpu_millicores": round((sum(agent.cpu_times()[:2]) - cpu0) / args.load * 1000, 1),
+            }
         out["api_states"] = [
             {"component": c.get("component"), "states": [(s.get("name"), s.get("health"), s.get("reason"))
                                                          for s in c.get("states", [])]}
@@ -251,6 +267,7 @@ def main() -> None:
     ap.add_argument("--simulate", type=int, default=0, help="simulated GPUs instead (a dry run of the bench)")
     ap.add_argument("--no-fault", action="store_true", help="read only: provoke no Xid")
     ap.add_argument("--settle", type=float, default=20.0, help="seconds measured at rest after the fault")
+    ap.add_argument("--trap", action="store_true", help="also run a kernel that traps, and record its Xid")
     ap.add_argument("--load", type=float, default=20.0, help="seconds of matrix products, counting clock events")
     ap.add_argument("--keep-logs", type=Path, help="copy the agent's and the rules' logs here")
     args = ap.parse_args()
