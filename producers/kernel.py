@@ -168,7 +168,7 @@ _PROC_PATTERNS = (
     re.compile(r"^task:(?P<name>\S+)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
     re.compile(r"\b(?:Killed|reaped) process (?P<pid>\d+) \((?P<name>[^)]*)\)"),
     re.compile(r"\btask=(?P<name>[^,]+),pid=(?P<pid>\d+)"),
-    re.compile(r"soft lockup - CPU#\d+ stuck for \d+s! \[(?P<name>.+):(?P<pid>\d+)\]"),
+    re.compile(r"soft lockup[\s.:-]{1,5}CPU#\d+ stuck for \d+s!\W{0,3}\[(?P<name>.+):(?P<pid>\d+)\]"),
     re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<pid>\d+)\]: segfault"),
     re.compile(r"\(pid (?P<pid>\d+)\)"),
 )
