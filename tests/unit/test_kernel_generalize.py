@@ -167,6 +167,29 @@ FAULTS = [
     ("iwlwifi 0000:00:14.3: Microcode SW error detected. Restarting 0x0.", "other_fault"),
     # the USB host controller itself dying
     ("xhci_hcd 0000:00:14.0: xHCI host controller not responding, assume dead", "other_fault"),
+    # families next to holdout3's, from their sources: other network filesystems (Lustre's CERROR and ptlrpc
+    # import.c, Ceph's messenger, mon and mds clients), other filesystems' error reports, user space's OOM
+    # killer, NVIDIA units failing to start, an HBA and a NIC giving up
+    (
+        "LustreError: 11-0: scratch-MDT0000-mdc-ffff8d6d: operation mds_connect to node 10.0.0.1@o2ib failed: rc = -114",
+        "nfs",
+    ),
+    (
+        "Lustre: scratch-OST0003-osc-ffff9a: Connection to scratch-OST0003 (at 10.0.0.3@o2ib) was lost; in progress "
+        "operations using this service will wait for recovery to complete",
+        "nfs",
+    ),
+    ("libceph: osd3 (1)10.0.0.3:6801 socket error on write", "nfs"),
+    ("libceph: mon1 (1)10.0.0.2:6789 session lost, hunting for new mon", "nfs"),
+    ("ceph: mds0 caps stale", "nfs"),
+    ("SQUASHFS error: zlib decompression failed, data probably corrupt", "fs_readonly"),
+    ("FAT-fs (sdb1): error, invalid access to FAT (entry 0x0000dead)", "fs_readonly"),
+    ("GFS2: fsid=hpc:home.0: about to withdraw this file system", "fs_readonly"),
+    ("WARNING: Pool 'tank' has encountered an uncorrectable I/O failure and has been suspended.", "fs_readonly"),
+    ("systemd-oomd[812]: Killed /user.slice/user-1000.slice/session-3.scope due to memory pressure", "oom"),
+    ("systemd[1]: Failed to start NVIDIA Persistence Daemon.", "other_fault"),
+    ("mpt3sas_cm0: SAS host is non-operational !!!!", "other_fault"),
+    ("i40e 0000:3b:00.0: TX driver issue detected, PF reset issued", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
@@ -238,6 +261,13 @@ BENIGN = [
     "nvme0n1: p1 p2 p3",
     "CIFS: Attempting to mount \\\\fs01\\scratch",
     "BTRFS info (device sda2): disk space caching is enabled",
+    # the same families' recoveries and idle chatter
+    "Lustre: scratch-OST0003-osc-ffff9a: Connection restored to 10.0.0.3@o2ib (at 10.0.0.3@o2ib)",
+    "libceph: mon0 (1)10.0.0.1:6789 session established",
+    "libceph: osd12 (1)10.0.0.12:6801 socket closed (con state OPEN)",
+    "FAT-fs (sdb1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
+    "systemd[1]: Started NVIDIA Persistence Daemon.",
+    "Feb 28 16:30:14 gx02 systemd[1]: nvidia-dcgm.service: Main process exited, code=killed, status=6/ABRT",
 ]
 
 
