@@ -190,6 +190,30 @@ FAULTS = [
     ("systemd[1]: Failed to start NVIDIA Persistence Daemon.", "other_fault"),
     ("mpt3sas_cm0: SAS host is non-operational !!!!", "other_fault"),
     ("i40e 0000:3b:00.0: TX driver issue detected, PF reset issued", "other_fault"),
+    # arm64 hosts (Grace): the SMMU's fault events and SError; IPoIB's own failures; mlx5 giving up on its
+    # firmware; a NIC command that ends in 'timeout'
+    ("arm-smmu-v3 arm-smmu-v3.0.auto: event 0x10 received:", "other_fault"),
+    (
+        "arm-smmu 3200000.iommu: Unhandled context fault: fsr=0x402, iova=0xfff00000, fsynr=0x1, cbfrsynra=0x12, cb=0",
+        "other_fault",
+    ),
+    ("SError Interrupt on CPU12, code 0x00000000be000011 -- SError", "other_fault"),
+    ("ib1: failed to create QP", "infiniband"),
+    (
+        "mlx5_core 0000:3b:00.0: mlx5_function_setup:1083:(pid 2340): Firmware over 120000 MS in pre-initializing "
+        "state, aborting",
+        "infiniband",
+    ),
+    ("bnxt_en 0000:3b:00.0 eth0: Resp cmd 0x1 cmpl timeout", "other_fault"),
+    # FreeBSD's kernel, as holdout3 showed its DRM lines: OOM kills, swap, CAM/GEOM I/O errors, AHCI, core dumps
+    ("pid 4242 (python3.11), jid 0, uid 1001, was killed: out of swap space", "oom"),
+    ("swap_pager_getswapspace(32): failed", "oom"),
+    ("(da0:mps0:0:0:0): CAM status: SCSI Status Error", "other_fault"),
+    ("(da1:mpr0:0:3:0): SCSI sense: MEDIUM ERROR asc:11,0 (Unrecovered read error)", "other_fault"),
+    ("(da0:mps0:0:0:0): Error 5, Retries exhausted", "other_fault"),
+    ("g_vfs_done():da0p2[READ(offset=123456, length=4096)]error = 5", "other_fault"),
+    ("ahcich0: Timeout on slot 24 port 0", "other_fault"),
+    ("pid 881 (nv-hostengine), jid 0, uid 0: exited on signal 11 (core dumped)", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
@@ -279,6 +303,10 @@ BENIGN = [
     "pci 0000:a1:00.0: DOE: [150] ABORT timed out",
     "pci 0000:a1:00.0: DOE: [150] failed to create mailbox: -5",
     "Dec 05 22:20:31 ws17 pulseaudio[1083]: X11 I/O error handler called",
+    "arm-smmu-v3 arm-smmu-v3.0.auto: \t0x0000010000000010",
+    "ib0: Budget exhausted after napi rescheduled",
+    "(ada0:ahcich0:0:0:0): CAM status: Request Completed",
+    "bnxt_en 0000:3b:00.0 enp59s0f0np0: NIC Link is Down",
 ]
 
 
