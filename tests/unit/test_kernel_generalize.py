@@ -214,6 +214,13 @@ FAULTS = [
     ("g_vfs_done():da0p2[READ(offset=123456, length=4096)]error = 5", "other_fault"),
     ("ahcich0: Timeout on slot 24 port 0", "other_fault"),
     ("pid 881 (nv-hostengine), jid 0, uid 0: exited on signal 11 (core dumped)", "other_fault"),
+    # a VM's own devices (virtio_net.c's TX timeout) and a thin pool that can no longer write (dm-thin.c)
+    (
+        "virtio_net virtio3 ens5: TX timeout on queue: 2, sq: output.2, vq: 0x5, name: output.2, 5000000 usecs ago",
+        "other_fault",
+    ),
+    ("device-mapper: thin: 253:4: switching pool to out-of-data-space (error IO) mode", "other_fault"),
+    ("device-mapper: thin: 253:4: switching pool to read-only mode", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
@@ -307,6 +314,8 @@ BENIGN = [
     "ib0: Budget exhausted after napi rescheduled",
     "(ada0:ahcich0:0:0:0): CAM status: Request Completed",
     "bnxt_en 0000:3b:00.0 enp59s0f0np0: NIC Link is Down",
+    "virtio_blk virtio2: [vdb] 2097152 512-byte logical blocks (1.07 GB/1.00 GiB)",
+    "kvm [1234]: vcpu0, guest rIP: 0xffffffff8106a5f6 unhandled rdmsr: 0x140",
 ]
 
 
