@@ -221,6 +221,10 @@ FAULTS = [
     ),
     ("device-mapper: thin: 253:4: switching pool to out-of-data-space (error IO) mode", "other_fault"),
     ("device-mapper: thin: 253:4: switching pool to read-only mode", "other_fault"),
+    # blk-core.c bio_check_eod: a filesystem larger than its device, both formats
+    ("nvme0n1p3: attempt to access beyond end of device", "other_fault"),
+    ("nvme0n1p3: rw=4096, sector=209715200, nr_sectors = 8 limit=209715192", "other_fault"),
+    ("sdb1: rw=0, want=7814037170, limit=7814035087", "other_fault"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
