@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -168,7 +167,7 @@ _PROC_PATTERNS = (
     re.compile(r"^task:(?P<name>\S+)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
     re.compile(r"\b(?:Killed|reaped) process (?P<pid>\d+) \((?P<name>[^)]*)\)"),
     re.compile(r"\btask=(?P<name>[^,]+),pid=(?P<pid>\d+)"),
-    re.compile(r"soft lockup - CPU#\d+ stuck for \d+s! \[(?P<name>.+):(?P<pid>\d+)\]"),
+    re.compile(r"soft lockup[\s.:-]{1,5}CPU#\d+ stuck for \d+s!\W{0,3}\[(?P<name>.+):(?P<pid>\d+)\]"),
     re.compile(r"^(?P<name>[^\s\[\]]+)\[(?P<pid>\d+)\]: segfault"),
     re.compile(r"\(pid (?P<pid>\d+)\)"),
 )
@@ -278,34 +277,36 @@ def _overlaps(a: str, b: str) -> bool:
     return any(a.endswith(b[:k]) for k in range(1, min(len(a), len(b))))
 
 
-def _candidates(text: str) -> Iterator[int]:
-    """The rules, in order, of which the line holds an anchor. A rule only a straddling anchor may name is
-    looked for (a substring test) just before its turn: the first rule that matches ends the search."""
+def _candidates(text: str) -> tuple[int, ...]:
+    """The rules, in order, of which the line holds an anchor: those a found anchor names, and those an anchor
+    that may straddle a found one names where the line holds it (each such anchor tested once, by substring)."""
     found = frozenset(_anchor_index().scan.findall(text))
     if not found:
-        return
-    sure, maybe = _plan(found)
-    j = 0
-    for i in sure:
-        while j < len(maybe) and maybe[j][0] < i:
-            if any(b in text for b in maybe[j][1]):
-                yield maybe[j][0]
-            j += 1
-        yield i
-    for k, anchors in maybe[j:]:
-        if any(b in text for b in anchors):
-            yield k
+        return ()
+    sure, straddlers = _plan(found)
+    if not straddlers:
+        return sure
+    present = frozenset(b for b in straddlers if b in text)
+    return _with_straddlers(found, present) if present else sure
 
 
 @lru_cache(maxsize=1024)
-def _plan(found: frozenset[str]) -> tuple[tuple[int, ...], tuple[tuple[int, tuple[str, ...]], ...]]:
-    """For the anchors a scan found: the rules they name, in order, and the other rules with an anchor that
-    may straddle one found (rule, those anchors), in order."""
+def _plan(found: frozenset[str]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """For the anchors a scan found: the rules they name, in order, and the anchors of other rules that may
+    straddle one found."""
     index = _anchor_index()
     sure = frozenset().union(*(index.inside[a] for a in found))
     straddling = {b for a in found for b in index.straddling[a]}
-    maybe = [(i, tuple(sorted(straddling.intersection(r.anchors)))) for i, r in enumerate(rules()) if i not in sure]
-    return tuple(sorted(sure)), tuple((i, anchors) for i, anchors in maybe if anchors)
+    others = {b for i, r in enumerate(rules()) if i not in sure for b in r.anchors}
+    return tuple(sorted(sure)), tuple(sorted(straddling & others))
+
+
+@lru_cache(maxsize=1024)
+def _with_straddlers(found: frozenset[str], present: frozenset[str]) -> tuple[int, ...]:
+    """The rules the found anchors name and those the straddling anchors present name, in order."""
+    sure = _plan(found)[0]
+    more = (i for i, r in enumerate(rules()) if i not in sure and not present.isdisjoint(r.anchors))
+    return tuple(sorted((*sure, *more)))
 
 
 def _common_prefix(words: list[str]) -> str:

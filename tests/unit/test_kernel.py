@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci
 from tests.conftest import SHARED, need
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def corpus() -> list[dict[str, object]]:
@@ -185,8 +187,15 @@ def test_any_text_classifies_without_raising(line: str) -> None:
 
 
 def _all_known_lines() -> list[str]:
+    """Every line the tests know: the corpus, every labelled set under tests/data, the families' cases."""
+    from tests.unit import test_kernel_families as families
+    from tests.unit import test_kernel_generalize as generalize
+
     known = [str(r["line"]) for r in corpus()] if CORPUS.exists() else []
-    return known + [u[0] for u in UNSEEN] + BENIGN
+    for path in sorted(DATA.glob("kernel_lines_*.jsonl")):
+        known += [str(json.loads(row)["line"]) for row in path.read_text().splitlines() if row.strip()]
+    cases = families.FAULTS + generalize.FAULTS
+    return known + [u[0] for u in UNSEEN] + BENIGN + [c[0] for c in cases] + families.BENIGN + generalize.BENIGN
 
 
 def test_anchors_never_change_a_result() -> None:
