@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from nats.aio.client import Client as NATS
 
 from gpuhealth import bus
@@ -45,6 +46,13 @@ def _environment_as_it_was() -> Iterator[None]:
     if os.environ != saved:
         os.environ.clear()
         os.environ.update(saved)
+
+
+# Under `just mutate` a test's first example may compile every cache anew (see below), or run a slowed
+# mutant: a deadline there says nothing about the code.
+settings.register_profile("mutmut", deadline=None)
+if os.environ.get("MUTANT_UNDER_TEST"):
+    settings.load_profile("mutmut")
 
 
 @pytest.fixture(autouse=True)
