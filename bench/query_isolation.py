@@ -4,7 +4,8 @@
   ClickHouse with nothing else running (the mean of ROUNDS, alternated with the next).
 - during_events_per_s: it drains the next EVENTS while HEAVIEST runs again and again, asked on
   gpuhealth.v1.query.sql as anyone on the bus may ask it (QUERY_S seconds a run, then the engine
-  cuts it off); ratio = during / alone, goal >= 0.9.
+  cuts it off); ratio = during / alone (mean rates over ROUNDS alternated pairs), goal >= 0.9, and
+  the median of the pairs' own ratios, which this VM's drifting speed moves less.
 - queries_cut_off: how many runs of it the engine stopped at their timeout meanwhile.
 - huge_rss_mb_before / _after, huge_peak_rss_growth_mb: the process's RSS around `SELECT number FROM
   numbers(1.5e7)` asked with max_rows 1e9 (refused at the 100,000-row cap) and the same with
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -45,7 +47,7 @@ from pipeline import kernel_event
 # threads as a query may have (sinks/reads.py: Limits.max_threads) until its time is up.
 HEAVIEST = "SELECT count() FROM numbers(20000) AS a, numbers(20000) AS b, numbers(200) AS c"
 HUGE = "SELECT number FROM numbers(1.5e7)"
-ROUNDS = 4  # runs of two were 0.84-1.08 apart: the mean of four, alternated, is what is reported
+ROUNDS = 6  # runs of two were 0.84-1.08 apart: six alternated pairs, their mean rates and their median ratio
 
 
 async def ask(nc: Any, sql: str, **fields: Any) -> dict[str, Any]:
@@ -88,9 +90,10 @@ async def main(n: int, query_s: int) -> None:
         await nc.subscribe(subjects.QUERY_SUBJECT, cb=answering.answer_query)
 
         await drain(nc, store, 0, n // 5)  # warm-up: the first inserts of a store are slower
-        first, alone, during, cut_off = n // 5, 0.0, 0.0, 0
+        first, alone, during, cut_off, ratios = n // 5, 0.0, 0.0, 0, []
         for _ in range(ROUNDS):  # alternated, so that neither side has the warmer store
-            alone += await drain(nc, store, first, n) / ROUNDS
+            alone_now = await drain(nc, store, first, n)
+            alone += alone_now / ROUNDS
             done = asyncio.Event()
 
             async def heavy(done: asyncio.Event = done) -> int:
@@ -104,7 +107,9 @@ async def main(n: int, query_s: int) -> None:
 
             queries = asyncio.create_task(heavy())
             await asyncio.sleep(0.5)  # running before the sink starts on the next backlog
-            during += await drain(nc, store, first + n, n) / ROUNDS
+            during_now = await drain(nc, store, first + n, n)
+            during += during_now / ROUNDS
+            ratios.append(during_now / alone_now)
             done.set()
             cut_off += await queries
             first += 2 * n
@@ -125,6 +130,9 @@ async def main(n: int, query_s: int) -> None:
         "alone_events_per_s": round(alone),
         "during_events_per_s": round(during),
         "ratio": round(during / alone, 2),
+        # each round's pair, seconds apart: this VM's speed drifts by tens of percent over minutes
+        "round_ratios": [round(r, 3) for r in ratios],
+        "median_round_ratio": round(statistics.median(ratios), 3),
         "query_timeout_s": query_s,
         "queries_cut_off": cut_off,
         "huge_rss_mb_before": round(rss_before / 2**20),
