@@ -15,6 +15,7 @@ FAULTS = [
     ("NETDEV WATCHDOG: enp1s0 (r8169): transmit queue 0 timed out", "other_fault"),
     ("mlx5_core 0000:b1:00.1 ens2f1np1: NETDEV WATCHDOG: CPU: 3: transmit queue 11 timed out 6012 ms", "infiniband"),
     ("NETDEV WATCHDOG: ib0 (mlx4_core): transmit queue 0 timed out", "infiniband"),
+    ("NETDEV WATCHDOG: eth0: transmit timed out", "other_fault"),  # before 2.6.27: no driver, no queue
     # kernel/rcu/tree_stall.h: the report's pr_cont line, broken off with the 'rcu: ' pr_fmt prefix
     ("rcu: \t(detected by 14, t=15002 jiffies, g=873413, q=1203 ncpus=32)", "soft_lockup"),
     ("[  88.1] rcu: \t(t=21003 jiffies g=40189 q=7 ncpus=4)", "soft_lockup"),
@@ -82,6 +83,16 @@ FAULTS = [
     ('Filesystem "md0": Corruption of in-memory data detected.  Shutting down filesystem: md0', "fs_readonly"),
     ('Filesystem "sda3": Log I/O Error Detected.  Shutting down filesystem: sda3', "fs_readonly"),
     ("xfs_iunlink_remove: xfs_inotobp()  returned an error 22 on sdb1", "fs_readonly"),
+    (
+        "xfs_force_shutdown(dm-0,0x2) called from line 1206 of file fs/xfs/xfs_log.c.  "
+        "Return address = 0xffffffffa04d1234",
+        "fs_readonly",
+    ),
+    (
+        'I/O error in filesystem ("sda1") meta-data dev sda1 block 0x1d0a8b8       ("xlog_iodone") error 5 '
+        "buf count 4096",
+        "fs_readonly",
+    ),
     # fs/btrfs: volumes.c 'devid %llu uuid %pU is missing', disk-io.c open_ctree's failures
     ("BTRFS warning (device dm-3): devid 2 uuid 8c1f5d2e-3b4a-4c6d-9e8f-0a1b2c3d4e5f is missing", "fs_readonly"),
     ("BTRFS error (device nvme1n1p3): failed to read chunk tree: -5", "fs_readonly"),
@@ -89,6 +100,14 @@ FAULTS = [
     # drivers/net/ethernet/broadcom/bnx2x: BNX2X_ERR '[%s:%d(%s)]' from bnx2x_panic_dump / bnx2x_mc_assert
     ("bnx2x: [bnx2x_panic_dump:923(enp4s0f1)]begin crash dump -----------------", "other_fault"),
     ("bnx2x: [bnx2x_mc_assert:736(eth3)]XSTORM_ASSERT_LIST_INDEX 0x2", "other_fault"),
+    ("bnx2x: [bnx2x_attn_int_deasserted3:4323(eth0)]MC assert!", "other_fault"),
+    (
+        "bnx2x: [bnx2x_clean_tx_queue:1205(enp3s0f1)]timeout waiting for queue[3]: "
+        "txdata->tx_pkt_prod(12) != txdata->tx_pkt_cons(10)",
+        "other_fault",
+    ),
+    # net/sunrpc/svcsock.c 'rpc-srv/tcp: %s: %s %d when sending %d bytes - shutting down socket'
+    ("rpc-srv/tcp: nfsd: got error -104 when sending 140 bytes - shutting down socket", "nfs"),
     # drivers/pci/controller/dwc/pci-imx6.c: the link would not train
     ("imx6q-pcie 1ffc000.pcie: Speed change timeout", "pcie_link"),
     ("imx6q-pcie 1ffc000.pcie: Failed to bring link up!", "pcie_link"),
@@ -111,6 +130,15 @@ BENIGN = [
     "BTRFS info (device sda2): disk space caching is enabled",
     "nvme nvme0: Shutdown timeout set to 10 seconds",
     "nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_ga10x.bin failed with error -2",
+    "bnx2x 0000:03:00.0 eth0: using MSI-X  IRQs: sp 58  fp[0] 60 ... fp[7] 67",
+    # sd.c: a USB stick or a BMC's virtual drive without a caching mode page, at every insertion
+    "sd 6:0:0:0: [sdb] Asking for cache data failed",
+    "sd 6:0:0:0: [sdb] Assuming drive cache: write through",
+    "NVRM: Your system is not currently configured to drive a VGA console",
+    "TSC deadline timer available",
+    'Filesystem "sda1": Disabling barriers, not supported by the underlying device',
+    "XFS mounting filesystem sda1",
+    "nfsd: last server has exited, flushing export cache",
 ]
 
 
