@@ -30,6 +30,10 @@ FAULTS = [
     ("NVRM: IRQ number out of valid range", "other_fault"),
     ("NVRM: BAR1 is 256M @ 0x00000000 (PCI:0001:00.0)", "other_fault"),
     ("NVRM: This is a 64-bit BAR mapped above 4GB by the system BIOS or", "other_fault"),
+    # nv.c: the driver loaded and found its GPU gone, or left it to a legacy branch
+    ("NVRM: No NVIDIA GPU found.", "other_fault"),
+    ("NVRM: The NVIDIA GeForce GTX 1050 Ti GPU installed in this system is", "other_fault"),
+    ("NVRM:  supported through the NVIDIA 470.xx Legacy drivers. Please", "other_fault"),
     # kernel_gsp.c _kgspLogRpcHistoryEntry '    %c%-4d %-4d %-21.21s [%10u ]0x%016llx (four) %6llu%cs %c'
     (
         "NVRM:     0    4097 GSP_RM_ALLOC          0x000000000000a06f 0x0000000000000000 0x00061e6a9a8e47b1 "
@@ -139,6 +143,7 @@ BENIGN = [
     'Filesystem "sda1": Disabling barriers, not supported by the underlying device',
     "XFS mounting filesystem sda1",
     "nfsd: last server has exited, flushing export cache",
+    "NVRM:  visit http://www.nvidia.com/object/unix.html for more",
 ]
 
 
