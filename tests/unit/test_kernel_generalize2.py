@@ -26,6 +26,13 @@ FAULTS = [
     ("TSC 1a2b3c4d5e ADDR 7f8a1000 MISC 140000086 ", "mce_edac"),
     ("TSC 0 MISC d012000100000086 SYND 4d000000 IPID 1002e00000000", "mce_edac"),
     ("PROCESSOR 2:a0655 TIME 1699999999 SOCKET 1 APIC 40 microcode 5003604", "mce_edac"),
+    # mce/intel.c and 6.x threshold.c: corrected errors past the interrupt rate
+    ("mce: CMCI storm detected: switching to poll mode", "mce_edac"),
+    ("mce: CPU27 BANK13 CMCI storm detected", "mce_edac"),
+    # libata-core.c sata_down_spd_limit; NICs' own transmit-stall reports
+    ("ata5: limiting SATA link speed to 1.5 Gbps", "other_fault"),
+    ("bnxt_en 0000:3b:00.0 eth0: TX timeout detected, starting reset task!", "other_fault"),
+    ("e1000e 0000:00:1f.6 eno1: Reset adapter unexpectedly", "other_fault"),
     # kernel-open/nvidia: nv.c's interrupt accounting, os-interface.c os_schedule, nv-pci.c BAR checks
     ("NVRM: IRQ number out of valid range", "other_fault"),
     ("NVRM: BAR1 is 256M @ 0x00000000 (PCI:0001:00.0)", "other_fault"),
@@ -144,6 +151,9 @@ BENIGN = [
     "XFS mounting filesystem sda1",
     "nfsd: last server has exited, flushing export cache",
     "NVRM:  visit http://www.nvidia.com/object/unix.html for more",
+    "mce: CMCI storm subsided: switching to interrupt mode",
+    "ata1: SATA link down (SStatus 0 SControl 300)",
+    "ice 0000:5e:00.0: PTP reset successful",
 ]
 
 
