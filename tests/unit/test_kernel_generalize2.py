@@ -119,6 +119,9 @@ FAULTS = [
     ),
     # net/sunrpc/svcsock.c 'rpc-srv/tcp: %s: %s %d when sending %d bytes - shutting down socket'
     ("rpc-srv/tcp: nfsd: got error -104 when sending 140 bytes - shutting down socket", "nfs"),
+    # net/sunrpc/xprtsock.c '%s: connect returned unhandled error %d', fs/lockd/mon.c 'lockd: cannot monitor %s'
+    ("xs_tcp_setup_socket: connect returned unhandled error -113", "nfs"),
+    ("lockd: cannot monitor fileserver02", "nfs"),
     # drivers/pci/controller/dwc/pci-imx6.c: the link would not train
     ("imx6q-pcie 1ffc000.pcie: Speed change timeout", "pcie_link"),
     ("imx6q-pcie 1ffc000.pcie: Failed to bring link up!", "pcie_link"),
@@ -154,6 +157,7 @@ BENIGN = [
     "mce: CMCI storm subsided: switching to interrupt mode",
     "ata1: SATA link down (SStatus 0 SControl 300)",
     "ice 0000:5e:00.0: PTP reset successful",
+    "NFSD: starting 90-second grace period (net f0000098)",
 ]
 
 
