@@ -11,6 +11,11 @@
   benign flagged), then learnt from the same way: asserted since.
 - tests/data/kernel_lines_holdout3.jsonl: still other sources, first scored unseen (88.5% detected, 1 of 84
   benign flagged), then learnt from as families: asserted since.
+- tests/data/kernel_lines_holdout4.jsonl (GitHub sources) and holdout5 (forums, bug trackers, pastes): scored
+  once unseen (94.6% and 90.1% detected; 1 of 107 and 3 of 105 benign flagged), then learnt from as families
+  (tests/unit/test_kernel_generalize2.py). Holdout4 labels one line benign that the same set labels a fault
+  in the next line of the same report, and holdout3 labels a fault: 'NVRM: The NVIDIA GPU 0000:5d:00.0' opens
+  the driver's 'has fallen off the bus' message (osinit.c); the rule stays.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ EXTRA = DATA / "kernel_lines_extra.jsonl"
 EXTRA2 = DATA / "kernel_lines_extra2.jsonl"
 HOLDOUT2 = DATA / "kernel_lines_holdout2.jsonl"
 HOLDOUT3 = DATA / "kernel_lines_holdout3.jsonl"
+HOLDOUT4 = DATA / "kernel_lines_holdout4.jsonl"
+HOLDOUT5 = DATA / "kernel_lines_holdout5.jsonl"
+DISPUTED = {HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"]}
 
 
 def figures(path: Path) -> dict[str, Any]:
@@ -47,7 +55,9 @@ def test_the_corpus_is_all_right() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3], ids=["corpus", "extra", "extra2", "holdout2", "holdout3"]
+    "path",
+    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5],
+    ids=["corpus", "extra", "extra2", "holdout2", "holdout3", "holdout4", "holdout5"],
 )
 def test_the_floors_hold(path: Path) -> None:
     f = figures(path)
@@ -55,7 +65,7 @@ def test_the_floors_hold(path: Path) -> None:
     assert f["sxid_right"] == f["sxid_lines"]
     assert f["detected"] / f["fault_lines"] >= 0.97, f["not_as_labelled"]
     assert f["right_kind"] / f["fault_lines"] >= 0.90, f["not_as_labelled"]
-    assert f["benign_flagged_lines"] == []
+    assert f["benign_flagged_lines"] == DISPUTED.get(path, [])
 
 
 def test_the_extra_set_is_large_and_real() -> None:
