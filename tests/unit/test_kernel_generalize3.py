@@ -106,3 +106,31 @@ def test_a_family_is_known_beyond_the_lines_seen(line: str, kind: str) -> None:
 @pytest.mark.parametrize("line", BENIGN)
 def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
     assert classify(line).kind is None
+
+
+# kernel-open/nvidia/linux_nvswitch.c and nvlink_linux.c: the release driver's own printks (NVSWITCH_PRINT is
+# compiled out of release builds), KERN_ERR ones faults, KERN_INFO ones not
+NVSWITCH_FAULTS = [
+    "nvidia-nvswitch7: Blacklisted nvswitch device",
+    "nvidia-nvswitch11: Interrupts disabled to avoid a storm",
+    "nvidia-nvswitch: Version mismatch, kernel version 570.124.06 user version 565.57.01",
+    "nvidia-nvswitch2: No supported interrupt mechanism was found. This device supports:",
+    "nvidia-nvswitch: Unable to create cdev region",
+    "nvidia-nvlink: NVLink: requested sleep duration 40 msec exceeded 20 msec",
+]
+NVSWITCH_BENIGN = [
+    "nvidia-nvswitch5: release (major=508)",
+    "nvidia-nvswitch5: a stale fd detected",
+    "nvidia-nvswitch1: using MSI-X",
+    "nvidia-nvswitch: Probing device 0000:07:00.0, Vendor Id = 0x10de, Device Id = 0x22a3, Class = 0x68000",
+]
+
+
+@pytest.mark.parametrize("line", NVSWITCH_FAULTS)
+def test_the_nvswitch_driver_s_own_errors_are_nvlink(line: str) -> None:
+    assert classify(line).kind == "nvlink"
+
+
+@pytest.mark.parametrize("line", NVSWITCH_BENIGN)
+def test_the_nvswitch_driver_s_information_is_no_fault(line: str) -> None:
+    assert classify(line).kind is None
