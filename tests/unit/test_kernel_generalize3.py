@@ -39,6 +39,14 @@ FAULTS = [
         "other_fault",
     ),
     ("NVRM: vaListDestroy: non-zero mapCount(pVaList): 0x4", "other_fault"),
+    # the RM's other LEVEL_ERROR wordings across src/nvidia/src/kernel (a resource it could not get, an MMU fault
+    # outside an Xid, a BAR self-test reading garbage, an offset past its range, a lookup that found nothing)
+    ("NVRM: GPU1 kfifoPreAllocUserD_TU102: Could not map USERD to BAR1", "other_fault"),
+    ("NVRM: memmgrStateInitAdjustReservedMemory: couldn't allocate BAR2 instblk in sysmem", "other_fault"),
+    ("NVRM: kgmmuServicePriFaults_GV100: BAR1 MMU Fault", "other_fault"),
+    ("NVRM: kbusVerifyBar2_GH100: MMUTest BAR2 Read of virtual addr 0x1000 returned garbage 0xbadf5040", "other_fault"),
+    ("NVRM: gpuWriteFunctionConfigRegEx_GM107: Offset 0x1004 exceeds range!", "other_fault"),
+    ("NVRM: kctxshareDestroyCommon_IMPL: VASpace map entry not found.", "other_fault"),
     # fs/nfs/nfsroot.c (and 2.6's 'Root-NFS server returned error'): the root filesystem over NFS cannot mount
     ("Root-NFS: Server returned error -13 while mounting /srv/nfsroot/gpu-node-17", "nfs"),
     ("Root-NFS: Unable to get mountd port number from server, using default", "nfs"),
