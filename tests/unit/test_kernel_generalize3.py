@@ -47,6 +47,11 @@ FAULTS = [
     ("NVRM: kbusVerifyBar2_GH100: MMUTest BAR2 Read of virtual addr 0x1000 returned garbage 0xbadf5040", "other_fault"),
     ("NVRM: gpuWriteFunctionConfigRegEx_GM107: Offset 0x1004 exceeds range!", "other_fault"),
     ("NVRM: kctxshareDestroyCommon_IMPL: VASpace map entry not found.", "other_fault"),
+    ("NVRM: memmgrGetBlackListPagesForHeap_GM107: No more space in blacklist, status: 0x51!", "other_fault"),
+    (
+        "NVRM: rmapiReportInternalLeakedDevices: Internal device object leak: (0xc1d00042, 0xcaf00001). Please file a bug against RM-core.",
+        "other_fault",
+    ),
     # fs/nfs/nfsroot.c (and 2.6's 'Root-NFS server returned error'): the root filesystem over NFS cannot mount
     ("Root-NFS: Server returned error -13 while mounting /srv/nfsroot/gpu-node-17", "nfs"),
     ("Root-NFS: Unable to get mountd port number from server, using default", "nfs"),
