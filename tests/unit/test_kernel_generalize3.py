@@ -63,6 +63,10 @@ FAULTS = [
     ("jbd2_journal_init_inode: Cannot locate journal superblock", "fs_readonly"),
     ("JBD2: Invalid checksum recovering data block 72351 in log", "fs_readonly"),
     ("JBD2: bad block at offset 1187", "fs_readonly"),
+    # fs/ext4/super.c at mount: a corrupt filesystem refused
+    ("EXT4-fs (nvme2n1p1): ext4_check_descriptors: Inode table for group 17 not in group (block 0)!", "fs_readonly"),
+    ("EXT4-fs (md127): bad geometry: block count 976754176 exceeds size of device (976753664 blocks)", "fs_readonly"),
+    ("EXT4-fs (dm-4): failed to initialize system zone (-117)", "fs_readonly"),
     # kernel/dma/swiotlb.c and direct.h: a device's DMA past what it can address, the bounce buffer exhausted
     ("ahci 0000:00:17.0: swiotlb addr 0x0000000480000000+512 overflow (mask ffffffff, bus limit 0).", "other_fault"),
     (
@@ -74,6 +78,12 @@ FAULTS = [
         "other_fault",
     ),
     ("DMA: Out of SW-IOMMU space for 65536 bytes at device 0000:03:00.0", "other_fault"),
+    ("swiotlb: coherent allocation failed for device 0000:41:00.0 size=4194304", "other_fault"),
+    (
+        "DMA-API: ahci 0000:00:17.0: device driver failed to check map error[device address=0x00000000fe9f0000] "
+        "[size=2048 bytes] [mapped as single]",
+        "other_fault",
+    ),
     # arch/x86/kernel/unwind_frame.c and unwind_orc.c: the unwinder found a corrupt kernel stack
     (
         "WARNING: kernel stack frame pointer at 00000000a1b2c3d4 in kworker/3:1:1234 has bad value 0000000000000000",
