@@ -56,6 +56,8 @@ FAULTS = [
     ("Root-NFS: Server returned error -13 while mounting /srv/nfsroot/gpu-node-17", "nfs"),
     ("Root-NFS: Unable to get mountd port number from server, using default", "nfs"),
     ("Root-NFS: no NFS server address", "nfs"),
+    ("NFS: Server wrote zero bytes, expected 1048576.", "nfs"),
+    ("RPC: Could not send backchannel reply error: -32", "nfs"),
     # fs/jbd2/journal.c jbd2_journal_bmap '%s: journal block not found at offset %lu on %s' (ext3's journal_bmap
     # before it), journal.c 'Cannot locate journal superblock', recovery.c 'JBD2: Invalid checksum recovering …'
     ("jbd2_journal_bmap: journal block not found at offset 4455 on nvme0n1p2-8", "fs_readonly"),
