@@ -16,6 +16,9 @@
   (tests/unit/test_kernel_generalize2.py). Holdout4 labels one line benign that the same set labels a fault
   in the next line of the same report, and holdout3 labels a fault: 'NVRM: The NVIDIA GPU 0000:5d:00.0' opens
   the driver's 'has fallen off the bus' message (osinit.c); the rule stays.
+- tests/data/kernel_lines_holdout6.jsonl: still newer sources, scored once unseen (94.0% detected, 1 of 95
+  benign flagged), then learnt from as families (tests/unit/test_kernel_generalize3.py). Its one benign line
+  flagged is again an '---[ end trace' line, labelled a fault in extra and extra2: the rule stays.
 """
 
 from __future__ import annotations
@@ -36,7 +39,11 @@ HOLDOUT2 = DATA / "kernel_lines_holdout2.jsonl"
 HOLDOUT3 = DATA / "kernel_lines_holdout3.jsonl"
 HOLDOUT4 = DATA / "kernel_lines_holdout4.jsonl"
 HOLDOUT5 = DATA / "kernel_lines_holdout5.jsonl"
-DISPUTED = {HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"]}
+HOLDOUT6 = DATA / "kernel_lines_holdout6.jsonl"
+DISPUTED = {
+    HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
+    HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
+}
 
 
 def figures(path: Path) -> dict[str, Any]:
@@ -56,8 +63,8 @@ def test_the_corpus_is_all_right() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5],
-    ids=["corpus", "extra", "extra2", "holdout2", "holdout3", "holdout4", "holdout5"],
+    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6],
+    ids=["corpus", "extra", "extra2", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6"],
 )
 def test_the_floors_hold(path: Path) -> None:
     f = figures(path)
