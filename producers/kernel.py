@@ -97,8 +97,9 @@ _SYSLOG = re.compile(
     r"(?:(?P<host>[^\s:\[\]]+)\s+)??(?:(?P<lvl>[A-Z]{3,7})\s+)?"
     r"(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
+# RFC 3339 (rsyslog), or a log shipper's "2021-03-16 11:30:24.753 kernel: ": a space for the T, no zone.
 _RFC3339_SYSLOG = re.compile(
-    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\s+"
+    r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"
     r"(?:(?P<host>[^\s:\[\]]+)\s+)?(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
 _KERNEL_TAG = re.compile(r"^(?:[^\s:\[\]]+\s+)?kernel:\s*")

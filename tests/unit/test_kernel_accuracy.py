@@ -19,6 +19,10 @@
 - tests/data/kernel_lines_holdout6.jsonl: still newer sources, scored once unseen (94.0% detected, 1 of 95
   benign flagged), then learnt from as families (tests/unit/test_kernel_generalize3.py). Its one benign line
   flagged is again an '---[ end trace' line, labelled a fault in extra and extra2: the rule stays.
+- tests/data/kernel_lines_holdout7.jsonl: newer sources again, scored once unseen (93.5% detected, 2 of 99
+  benign flagged), then learnt from as families (tests/unit/test_kernel_generalize4.py). Its two benign lines
+  flagged are labelled faults by earlier sets ('Tasks state (memory values in pages):' oom in holdout, the
+  NVLink 'shutdown all links unilaterally' nvlink in holdout6): the labels disagree, the rules stay.
 """
 
 from __future__ import annotations
@@ -40,9 +44,14 @@ HOLDOUT3 = DATA / "kernel_lines_holdout3.jsonl"
 HOLDOUT4 = DATA / "kernel_lines_holdout4.jsonl"
 HOLDOUT5 = DATA / "kernel_lines_holdout5.jsonl"
 HOLDOUT6 = DATA / "kernel_lines_holdout6.jsonl"
+HOLDOUT7 = DATA / "kernel_lines_holdout7.jsonl"
 DISPUTED = {
     HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
     HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
+    HOLDOUT7: [
+        "[337533.314332] Tasks state (memory values in pages):",
+        "knvlinkCoreShutdownDeviceLinks_IMPL: Need to shutdown all links unilaterally for GPU0",
+    ],
 }
 
 
@@ -63,8 +72,8 @@ def test_the_corpus_is_all_right() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6],
-    ids=["corpus", "extra", "extra2", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6"],
+    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7],
+    ids=["corpus", "extra", "extra2", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7"],
 )
 def test_the_floors_hold(path: Path) -> None:
     f = figures(path)
