@@ -46,9 +46,29 @@ FAULTS = [
         "Feb 11 09:14:02 ws3 Xorg[1502]: (EE) NVIDIA: Failed to initialize the NVIDIA kernel module. Please",
         "other_fault",
     ),
+    # siblings: aerdrv_errprint.c before 2.6.32 (no 'AER:' on its lines) and aerdrv_core.c's recovery broadcasts
+    ("+------ PCI-Express Device Error ------+", "pcie_aer"),
+    ("[ 88.1] Error Severity\t\t: Corrected", "pcie_aer"),
+    ("PCIE Bus Error type\t: Physical Layer", "pcie_aer"),
+    ("Jan  2 03:04:05 h1 kernel: [ 88.2] Receiver Error ^I^I: Multiple", "pcie_aer"),
+    ("Unknown Error Bit 21  \t: ", "pcie_aer"),
+    ("Requester ID\t\t: 0300", "pcie_aer"),
+    ("VendorID=10deh, DeviceID=1db6h, Bus=3bh, Device=00h, Function=00h", "pcie_aer"),
+    ("pcieport-driver 0000:00:1c.0: broadcast slot_reset message", "pcie_aer"),
+    # fs/nfsd/nfs4recover.c and net/sunrpc/svc_xprt.c: the NFS server refusing state or connections
+    ("NFSD: Unable to end grace period: -110", "nfs"),
+    ("NFSD: Unable to remove client record from stable storage: -2", "nfs"),
+    ("NFSD: failed to write recovery record (err -13); please check that /srv/v4rec exists and is writeable", "nfs"),
+    ("lockd: too many open connections, consider increasing the max number of connections", "nfs"),
+    ("nfsd: too many open TCP sockets, consider increasing the number of nfsd threads", "nfs"),
 ]
 
 BENIGN = [
+    "pcieport-driver 0000:00:1c.0: broadcast resume message",
+    "pcieport-driver 0000:00:1c.0: AER driver successfully recovered",
+    "NFSD: Unable to initialize client recovery tracking! (-22)",
+    "NFSD: starting 90-second grace period (net f0000000)",
+    "nvme nvme0: pci function 0000:01:00.0, Device ID: 0x5013",
     "sd 0:0:0:0: [sda] Sense Key : 0x6 [current]",
     "sd 0:0:0:0: [sda] Sense Key : Unit Attention [current]",
     "[    35.101] (II) NVIDIA(0): NVIDIA GPU NVIDIA RTX A6000 (GA102GL-A) at PCI:1:0:0 (GPU-0)",
