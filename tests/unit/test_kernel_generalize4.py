@@ -61,9 +61,20 @@ FAULTS = [
     ("NFSD: failed to write recovery record (err -13); please check that /srv/v4rec exists and is writeable", "nfs"),
     ("lockd: too many open connections, consider increasing the max number of connections", "nfs"),
     ("nfsd: too many open TCP sockets, consider increasing the number of nfsd threads", "nfs"),
+    # old kernels' formats: softlockup.c before 2.6.24, x86 die_nmi before 2.6.38, oom_kill.c before 2.6.19,
+    # drivers/ide's status dumps before libata
+    ("BUG: soft lockup detected on CPU#3!", "soft_lockup"),
+    ("NMI Watchdog detected LOCKUP on CPU 2", "soft_lockup"),
+    ("Out of Memory: Kill process 2211 (mysqld) score 91813 and children.", "oom"),
+    ("oom-killer: gfp_mask=0xd0, order=1", "oom"),
+    ("hdc: dma_intr: status=0x41 { DriveReady Error }", "other_fault"),
+    ("hdc: dma_intr: error=0x84 { DriveStatusError BadCRC }", "other_fault"),
+    ("ide: failed opcode was: 0xc8", "other_fault"),
 ]
 
 BENIGN = [
+    "hda: status=0x50 { DriveReady SeekComplete }",
+    "hdc: ST3200822A, ATA DISK drive",
     "pcieport-driver 0000:00:1c.0: broadcast resume message",
     "pcieport-driver 0000:00:1c.0: AER driver successfully recovered",
     "NFSD: Unable to initialize client recovery tracking! (-22)",
