@@ -70,9 +70,14 @@ FAULTS = [
     ("hdc: dma_intr: status=0x41 { DriveReady Error }", "other_fault"),
     ("hdc: dma_intr: error=0x84 { DriveStatusError BadCRC }", "other_fault"),
     ("ide: failed opcode was: 0xc8", "other_fault"),
+    # sched_show_task before 5.14 with 5 digits of free stack glued to the state; syzbot's killed-but-stuck report
+    ("kworker/3:1H    D12904   211      2 0x80004000", "hung_task"),
+    ("INFO: task iou-sqp-4410:4412 can't die for more than 143 seconds.", "hung_task"),
 ]
 
 BENIGN = [
+    "pci 0000:00:1f.3: PME# supported from D0 D1 D2 D3hot D3cold",
+    "sshd            S12345   812      1 0x00000000",
     "hda: status=0x50 { DriveReady SeekComplete }",
     "hdc: ST3200822A, ATA DISK drive",
     "pcieport-driver 0000:00:1c.0: broadcast resume message",
