@@ -61,6 +61,7 @@ FAULTS = [
     ("NFSD: failed to write recovery record (err -13); please check that /srv/v4rec exists and is writeable", "nfs"),
     ("lockd: too many open connections, consider increasing the max number of connections", "nfs"),
     ("nfsd: too many open TCP sockets, consider increasing the number of nfsd threads", "nfs"),
+    ("Apr  2 10:11:12 c7 kernel: lockd: couldn't create RPC handle for nas2.example", "nfs"),
     # old kernels' formats: softlockup.c before 2.6.24, x86 die_nmi before 2.6.38, oom_kill.c before 2.6.19,
     # drivers/ide's status dumps before libata
     ("BUG: soft lockup detected on CPU#3!", "soft_lockup"),
