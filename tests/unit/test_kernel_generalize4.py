@@ -55,6 +55,14 @@ FAULTS = [
     ("Requester ID\t\t: 0300", "pcie_aer"),
     ("VendorID=10deh, DeviceID=1db6h, Bus=3bh, Device=00h, Function=00h", "pcie_aer"),
     ("pcieport-driver 0000:00:1c.0: broadcast slot_reset message", "pcie_aer"),
+    # 2.6.32 to 4.x: the same report before aer.c's 'AER: ' prefix, from the port service device too
+    (
+        "pcieport 0000:00:03.0: PCIE Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, id=0018(Requester ID)",
+        "pcie_aer",
+    ),
+    ("aer 0000:00:03.0:pcie02: Multiple Corrected error received: id=0018", "pcie_aer"),
+    ("aer 0000:00:03.0:pcie02:    [12] Replay Timer Timeout  ", "pcie_aer"),
+    ("pcieport 0000:00:03.0:   Error of this Agent(0300) is reported first", "pcie_aer"),
     # fs/nfsd/nfs4recover.c and net/sunrpc/svc_xprt.c: the NFS server refusing state or connections
     ("NFSD: Unable to end grace period: -110", "nfs"),
     ("NFSD: Unable to remove client record from stable storage: -2", "nfs"),
@@ -77,6 +85,8 @@ FAULTS = [
 ]
 
 BENIGN = [
+    "aer 0000:00:03.0:pcie02: service driver aer loaded",
+    "pcieport 0000:00:03.0:pcie002: AER enabled with IRQ 26",
     "pci 0000:00:1f.3: PME# supported from D0 D1 D2 D3hot D3cold",
     "sshd            S12345   812      1 0x00000000",
     "hda: status=0x50 { DriveReady SeekComplete }",
