@@ -225,6 +225,29 @@ FAULTS = [
     ("nvme0n1p3: attempt to access beyond end of device", "other_fault"),
     ("nvme0n1p3: rw=4096, sector=209715200, nr_sectors = 8 limit=209715192", "other_fault"),
     ("sdb1: rw=0, want=7814037170, limit=7814035087", "other_fault"),
+    # pass 9: err_handler callbacks, mce recovery, ext3/ext4 journal aborts and mounts, bonds of any name,
+    # lockdep's reports, irq core, old NICs' transmit timeouts, a GSP image that failed to load
+    ("ixgbe 0000:3b:00.1: Non-correctable non-fatal error reported.", "pcie_aer"),
+    ("LiquidIO 0000:81:00.0: Non-correctable FATAL reported by PCI AER driver", "pcie_aer"),
+    ("<3>[ 9120.004411] mce: Memory error not recovered", "mce_edac"),
+    ("EXT3-fs: ext3_dirty_inode: aborting transaction: IO failure in __ext3_journal_get_write_access", "fs_readonly"),
+    (
+        "EXT4-fs: ext4_evict_inode:212: aborting transaction: Journal has aborted in __ext4_journal_start_sb",
+        "fs_readonly",
+    ),
+    ("EXT4-fs (nvme1n1p2): error loading journal", "fs_readonly"),
+    ("EXT4-fs (dm-3): mount failed", "fs_readonly"),
+    ("team0: now running without any active interface!", "infiniband"),
+    ("WARNING: suspicious RCU usage", "other_fault"),
+    ("WARNING: bad unlock balance detected!", "other_fault"),
+    ("WARNING: inconsistent lock state", "other_fault"),
+    ("WARNING: HARDIRQ-safe -> HARDIRQ-unsafe lock order detected", "other_fault"),
+    ("[ 5811.120031] __common_interrupt: 12.39 No irq handler for vector", "other_fault"),
+    ("do_IRQ: 0.55 No irq handler for vector", "other_fault"),
+    ("Disabling IRQ #42", "other_fault"),
+    ("eth0: Transmit timeout, status 0c 0005 c07f media 10.", "other_fault"),
+    ("eth1: transmit timed out, tx_status 00 status e601.", "other_fault"),
+    ("nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -12", "gsp"),
 ]
 
 # An Xid however its 'NVRM:' is spaced: the code and the PCI id still read.
@@ -320,6 +343,9 @@ BENIGN = [
     "bnxt_en 0000:3b:00.0 enp59s0f0np0: NIC Link is Down",
     "virtio_blk virtio2: [vdb] 2097152 512-byte logical blocks (1.07 GB/1.00 GiB)",
     "kvm [1234]: vcpu0, guest rIP: 0xffffffff8106a5f6 unhandled rdmsr: 0x140",
+    "nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -2",
+    "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode. Quota mode: none.",
+    "team0: first active interface up!",
 ]
 
 
