@@ -247,6 +247,12 @@ FAULTS = [
     ("Disabling IRQ #42", "other_fault"),
     ("eth0: Transmit timeout, status 0c 0005 c07f media 10.", "other_fault"),
     ("eth1: transmit timed out, tx_status 00 status e601.", "other_fault"),
+    ("tg3 0000:03:00.0 eth0: transmit timed out, resetting", "other_fault"),
+    ("forcedeth 0000:00:08.0: eth0: Got tx_timeout. irq status: 00000020", "other_fault"),
+    ("sis900 0000:00:04.0 eth0: Transmit timeout, MII status 0x786d, ISR 0x0000.", "other_fault"),
+    ("irq event 19: bogus return value 4", "other_fault"),
+    ("NFS: Server nas3 reports our clientid is in use", "nfs"),
+    ("NFS: migration recovery failed (server fs2.example.org)", "nfs"),
     ("nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -12", "gsp"),
 ]
 
@@ -346,6 +352,8 @@ BENIGN = [
     "nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -2",
     "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode. Quota mode: none.",
     "team0: first active interface up!",
+    "spurious 8259A interrupt: IRQ7.",
+    "INFO: NMI handler (perf_event_nmi_handler) took too long to run: 1.103 msecs",
 ]
 
 
