@@ -255,6 +255,7 @@ FAULTS = [
     ("NFS: migration recovery failed (server fs2.example.org)", "nfs"),
     ("EXT2-fs (sdb1): error: remounting filesystem read-only", "fs_readonly"),
     ("REISERFS error (device sdb2): vs-13070 reiserfs_read_locked_inode: i/o failure occurred", "fs_readonly"),
+    ("pcieport 0000:80:03.1: pciehp: pcie_do_write_cmd: no response from device", "pcie_link"),
     ("nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -12", "gsp"),
 ]
 
@@ -355,6 +356,7 @@ BENIGN = [
     "EXT4-fs (nvme0n1p1): mounted filesystem with ordered data mode. Quota mode: none.",
     "team0: first active interface up!",
     "spurious 8259A interrupt: IRQ7.",
+    "pcieport 0000:80:03.1: pciehp: Slot(4): Attention button pressed",
     'REISERFS (device sda3): found reiserfs format "3.6" with standard journal',
     "INFO: NMI handler (perf_event_nmi_handler) took too long to run: 1.103 msecs",
 ]
