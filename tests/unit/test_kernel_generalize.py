@@ -256,6 +256,7 @@ FAULTS = [
     ("EXT2-fs (sdb1): error: remounting filesystem read-only", "fs_readonly"),
     ("REISERFS error (device sdb2): vs-13070 reiserfs_read_locked_inode: i/o failure occurred", "fs_readonly"),
     ("pcieport 0000:80:03.1: pciehp: pcie_do_write_cmd: no response from device", "pcie_link"),
+    ("Killed process 17702, UID 1001, (python2.7) total-vm:30512404kB, anon-rss:29100kB, file-rss:12kB", "oom"),
     ("nvidia 0000:41:00.0: Direct firmware load for nvidia/550.54.14/gsp_tu10x.bin failed with error -12", "gsp"),
 ]
 
