@@ -101,3 +101,22 @@ def test_an_nvml_fault_is_a_state_of_its_gpu_in_the_producers_words_once(
 ) -> None:
     _, out = run(events)
     assert [(o.component, o.entity, o.health, o.repair_actions, o.reason, o.pci_bus_id) for o in out] == [expected]
+
+
+def test_a_slowdown_counts_the_minutes_it_was_seen_in_even_reports_on_a_minutes_first_nanosecond() -> None:
+    m0, minute = 28_333_334 * 60 * S, 60 * S  # a minute's first nanosecond, during boot b1
+    halves = [
+        nvml("slowdown", m0 + i * minute + h, data=1, message="hw thermal") for i in range(5) for h in (0, 30 * S)
+    ]
+    assert run(halves)[1] == []  # ten reports in five minutes: five, below the six that make a state
+    starts = [nvml("slowdown", m0 + i * minute, data=1, message="hw thermal") for i in range(6)]
+    assert [o.reason for o in run(starts)[1]] == ["hardware slowdown (hw thermal): 6 minutes in 10 min"]
+
+
+def test_an_occurrence_exactly_a_window_old_has_left_it() -> None:
+    # 100 corrected ECC errors in an hour make the state: 99 at once, and one more exactly 3600 s later, do not.
+    t = T0 + 10 * S
+    early = [nvml("ecc_sbe", t, data=1) for _ in range(99)]
+    assert run([*early, nvml("ecc_sbe", t + 3600 * S, data=1)])[1] == []
+    _, out = run([*early, nvml("ecc_sbe", t + 3600 * S - 1, data=1)])  # a nanosecond sooner: all in the hour
+    assert [o.reason for o in out] == ["corrected (single-bit) ECC errors: 100 in 1 h"]
