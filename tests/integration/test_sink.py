@@ -230,6 +230,23 @@ def test_a_store_never_connected_connects_on_its_first_insert_or_query(chdb_path
             s.close()
 
 
+async def test_a_read_connects_a_store_never_connected_and_says_why_clickhouse_is_away(chdb_path: Path) -> None:
+    # gpuctl's reads (sql, incidents, report) on a sink whose ClickHouse was away at start
+    s = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        sql = f"SELECT count() FROM {s.database}.events WHERE node = {{node:String}}"
+        assert await s.read(sql, {"node": "node-1"}, 10, 5) == (["count()"], [[0]])  # migrated, then read
+    finally:
+        if s.client is not None:
+            s.client.command(f"DROP DATABASE IF EXISTS {s.database}")
+        s.close()
+    with pytest.raises(QueryError) as away:
+        await Store("http://127.0.0.1:1").read("SELECT 1", {}, 10, 5)  # nothing listens on port 1
+    head, why = str(away.value).split(" not reachable: ", 1)
+    assert head == "clickhouse http://default@127.0.0.1:1/gpuhealth"
+    assert "port=1" in why and "\n" not in why  # the driver's own words, on one line
+
+
 def test_metrics_ttl_is_configurable(chdb_path: Path) -> None:
     s = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}", metrics_ttl_days=30)
     s.connect()
