@@ -47,6 +47,9 @@ def counted(state: NodeState) -> dict[str, int]:
 
 PORT, DOWN, UP = "mlx5_0:1", "mlx5_0 port 1 is DOWN", "mlx5_0 port 1 is ACTIVE"
 IB = "infiniband"
+FM, FM_UP = "nvidia-fabricmanager", "nvidia-fabricmanager is active"
+FM_DOWN = "nvidia-fabricmanager is failed on a node with 4 NVSwitches"
+PEERMEM, LOADED = "accelerator-nvidia-peermem", "nvidia_peermem loaded (GPUDirect RDMA needs it)"
 
 
 def port(at: int, since: int, *, ok: bool = False, downs: int = 0) -> HostEvent:
@@ -84,6 +87,17 @@ CASES: list[tuple[str, list[Event], list[tuple[Any, ...]], dict[str, int]]] = [
     ("ib port down, then up", [port(T0 + 240 * S, T0), port(T0 + 250 * S, T0 + 245 * S, ok=True)],
      [(IB, PORT, "Unhealthy", ["HARDWARE_INSPECTION"], f"{DOWN}, down for 4 min", None),
       (IB, PORT, "Healthy", [], f"restored: {UP}", None)], {"ib_port": 1}),
+    ("ib port flapping, down now", [port(T0 + 10 * S, T0, downs=3)],
+     [(IB, PORT, "Degraded", ["HARDWARE_INSPECTION"], "InfiniBand port flapping: went down: 3 in 10 min", None)],
+     {"ib_flapping": 3}),
+    ("ib port down briefly, then up", [port(T0 + 10 * S, T0), port(T0 + 20 * S, T0 + 15 * S, ok=True)],
+     [(IB, PORT, "Degraded", [], DOWN, None), (IB, PORT, "Healthy", [], f"restored: {UP}", None)], {}),
+    ("service down, then up", [host("service", FM, T0 + S, component="os", ok=False, state="failed", message=FM_DOWN),
+                               host("service", FM, T0 + 2 * S, component="os", state="active", message=FM_UP)],
+     [("os", FM, "Unhealthy", ["REBOOT_SYSTEM"], FM_DOWN, None), ("os", FM, "Healthy", [], f"restored: {FM_UP}", None)],
+     {}),
+    ("module", [host("module", "nvidia_peermem", T0 + S, component=PEERMEM, state="loaded", message=LOADED)],
+     [(PEERMEM, "nvidia_peermem", "Healthy", [], LOADED, None)], {}),
     ("link", [host("link", PCI, T0 + S, component="pcie", pci_bus_id=PCI, ok=False, state="x8",
                    message="PCIe link x8 of x16")],
      [("pcie", PCI, "Degraded", ["REBOOT_SYSTEM"], "PCIe link x8 of x16", PCI)], {"link": 1}),
