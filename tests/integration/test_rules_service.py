@@ -11,6 +11,7 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import (
@@ -24,6 +25,7 @@ from gpuhealth.events import (
     SourceStatus,
     encode,
 )
+from gpuhealth.telemetry import Metrics
 from rules.catalog import load
 from rules.engine import apply
 from rules.limits import IncidentLimits
@@ -358,3 +360,21 @@ async def test_an_inventory_names_the_gpus_and_keeps_what_the_rules_knew_of_the_
     assert third.states_published == 1
     assert (states["0000:04:00.0"].health, states["0000:04:00.0"].since) == ("Unhealthy", 1 * 10**9)
     assert (states["0000:05:00.0"].health, states["0000:05:00.0"].gpu_uuid) == ("Unhealthy", "GPU-bbbb")
+
+
+async def test_updates_stamped_alike_are_each_published_and_the_service_counts_what_it_handled(nc: NATS) -> None:
+    # A log of whole seconds: two GPUs' Xid 79 and 30 more lines of the first, all in one second.
+    js, t = nc.jetstream(), 5 * 10**9
+    first = [msgspec.structs.replace(xid(i, 79), time=t) for i in range(1, 32)]
+    other = msgspec.structs.replace(xid(99, 79), time=t, pci_bus_id="0000:05:00.0")
+    await publish(js, [first[0], other, *first[1:]])
+    metrics = Metrics(CollectorRegistry())
+    service = RulesService(
+        js, metrics=metrics, limits=msgspec.structs.replace(LIMITS, incident=IncidentLimits(3600, 0.1))
+    )
+    await run_until(service, lambda: service.incidents_published >= 3)
+    assert sorted((u.entity, u.seq, u.count) for u in await incident_updates(nc)) == [
+        ("0000:04:00.0", 1, 1), ("0000:04:00.0", 31, 31), ("0000:05:00.0", 1, 1)
+    ]  # fmt: skip
+    labels = {"stage": "rules", "stream": subjects.EVENTS.name}
+    assert metrics.registry.get_sample_value("gpuhealth_consumer_messages_total", labels) == 32
