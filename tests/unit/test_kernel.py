@@ -168,6 +168,20 @@ def test_nvlink_xids_decode_their_subcode() -> None:
     assert got.nvlink_fatal is False
 
 
+def test_an_nvlink_xid_says_only_what_its_line_says() -> None:
+    got = classify("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Non-fatal XC0 i0 Link 07 (0x00100001 0x0)")
+    assert (got.nvlink_unit, got.nvlink_subcode, got.nvlink_fatal) == ("RLW_REMAP", 1, False)
+    got = classify("NVRM: Xid (PCI:0000:3b:00): 146, pid='<unknown>', name=<unknown>, NVLink link 3 error")
+    assert (got.xid, got.nvlink_unit, got.nvlink_subcode, got.nvlink_fatal) == (146, None, None, None)
+
+
+def test_a_word_where_a_level_may_stand_that_is_none_keeps_the_records_priority() -> None:
+    # An upper-case host name sits where some syslogs print the level; a dmesg -x facility line with a level
+    # this reader does not know: the kmsg head's <3> stands.
+    for line in ("<3>Jan  1 00:00:00 DGXH kernel: NVRM: Xid (PCI:0000:3b:00): 79, x", "<3>kern  :xyz   : [  12.5] x"):
+        assert classify(line).priority == 3, line
+
+
 def test_every_rule_names_a_known_kind_and_its_source() -> None:
     assert {r.kind for r in rules()} <= {*KINDS, BENIGN_KIND}
     assert all(r.source for r in rules())

@@ -7,7 +7,7 @@ import nats.errors
 import pytest
 from clickhouse_connect.driver.exceptions import DatabaseError, OperationalError
 
-from sinks.clickhouse import store_away
+from sinks.clickhouse import one_line, store_away
 
 
 def caused_by(cause: BaseException) -> RuntimeError:
@@ -41,3 +41,11 @@ def test_clickhouse_or_nats_away_or_busy_holds_the_messages(error: BaseException
 )
 def test_an_error_of_the_message_itself_is_not_an_outage(error: BaseException) -> None:
     assert store_away(error) is False
+
+
+def test_an_error_is_told_on_one_line_of_at_most_500_characters() -> None:
+    assert (
+        one_line("Code: 60.\n  DB::Exception:\tTable t doesn't exist ")
+        == "Code: 60. DB::Exception: Table t doesn't exist"
+    )
+    assert len(one_line("word " * 1000)) == 500
