@@ -24,7 +24,7 @@ from rules.limits import IncidentLimits
 from rules.limits import parse as parse_limits
 from rules.service import RulesService
 from rules.state import RECENT_IDS, NodeState
-from tests.integration.test_rules_service import publish
+from tests.integration.test_rules_service import incident_updates, publish, run_until
 
 LIMITS = msgspec.structs.replace(parse_limits(), incident=IncidentLimits(3600, 0.1))
 NODE = "gpu-1"
@@ -179,3 +179,24 @@ async def test_events_of_a_stream_made_again_are_applied_though_their_sequences_
     await finish(js, 1)
     states, _, _ = await stored(nc)
     assert list(states.values()) == [("Healthy", [])] * len(GPUS)
+
+
+async def test_a_service_starting_leaves_the_streams_as_the_fleet_sized_them(nc: NATS) -> None:
+    # gpuctl nats-config / up size the streams for the fleet; a rules (re)start only creates what is missing.
+    js = nc.jetstream()
+    await bus.provision(js)
+    config = (await js.stream_info(subjects.EVENTS.name)).config
+    config.max_age = 12_345.0
+    await js.update_stream(config)
+    await RulesService(js).start()
+    assert (await js.stream_info(subjects.EVENTS.name)).config.max_age == 12_345.0
+
+
+async def test_the_limits_a_service_is_given_are_the_ones_it_judges_by(nc: NATS) -> None:
+    # An incident window of 5 s (limits.toml says an hour): Xid 13 ten seconds apart is two incidents, not one.
+    js = nc.jetstream()
+    await publish(js, [backlog(1)[0], msgspec.structs.replace(backlog(1)[0], id="x-later", time=11 * 10**9)])
+    limits = msgspec.structs.replace(LIMITS, incident=IncidentLimits(5, 0.1))
+    service = RulesService(js, limits=limits)
+    await run_until(service, lambda: service.incidents_published >= 2)
+    assert sorted((u.seq, u.count, u.first) for u in await incident_updates(nc)) == [(1, 1, 10**9), (1, 1, 11 * 10**9)]
