@@ -23,7 +23,7 @@ from rules.engine import apply_all
 from rules.limits import IncidentLimits
 from rules.limits import parse as parse_limits
 from rules.service import RulesService
-from rules.state import RECENT_IDS, NodeState
+from rules.state import RECENT_IDS, NodeState, encode_state
 from tests.integration.test_rules_service import incident_updates, publish, run_until
 
 LIMITS = msgspec.structs.replace(parse_limits(), incident=IncidentLimits(3600, 0.1))
@@ -200,3 +200,23 @@ async def test_the_limits_a_service_is_given_are_the_ones_it_judges_by(nc: NATS)
     service = RulesService(js, limits=limits)
     await run_until(service, lambda: service.incidents_published >= 2)
     assert sorted((u.seq, u.count, u.first) for u in await incident_updates(nc)) == [(1, 1, 10**9), (1, 1, 11 * 10**9)]
+
+
+async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_however_many(nc: NATS) -> None:
+    # 601 nodes' saved states, each with an incident grown since it was published (as a kill before the flush
+    # leaves them), behind an entry holding nothing: the start reads them all, in chunks, and skips the empty one.
+    js = nc.jetstream()
+    await bus.provision(js)
+    kv = await js.key_value(subjects.KV_RULES)
+    await kv.put(subjects.kv_escape("gpu-empty"), b"")
+    nodes = [f"gpu-{n:03d}" for n in range(601)]
+    for node in nodes:
+        state: NodeState | None = None
+        for ev in backlog(5)[::4]:  # Xid 13 twice on one GPU: opened, then grown
+            state, _, _ = apply_all(state, msgspec.structs.replace(ev, node=node), load())
+        assert state is not None
+        await kv.put(subjects.kv_escape(node), encode_state(state))
+    service = RulesService(js, limits=LIMITS)
+    await run_until(service, lambda: service.incidents_published >= len(nodes), timeout=60)
+    updates = await incident_updates(nc)
+    assert sorted(u.node for u in updates) == nodes and {(u.seq, u.count) for u in updates} == {(2, 2)}
