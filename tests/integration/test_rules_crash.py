@@ -204,7 +204,8 @@ async def test_the_limits_a_service_is_given_are_the_ones_it_judges_by(nc: NATS)
 
 async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_however_many(nc: NATS) -> None:
     # 601 nodes' saved states, each with an incident grown since it was published (as a kill before the flush
-    # leaves them), behind an entry holding nothing: the start reads them all, in chunks, and skips the empty one.
+    # leaves them) and another opened after it, behind an entry holding nothing: the start reads them all, in
+    # chunks; the empty entry is a node with no state yet.
     js = nc.jetstream()
     await bus.provision(js)
     kv = await js.key_value(subjects.KV_RULES)
@@ -212,11 +213,14 @@ async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_how
     nodes = [f"gpu-{n:03d}" for n in range(601)]
     for node in nodes:
         state: NodeState | None = None
-        for ev in backlog(5)[::4]:  # Xid 13 twice on one GPU: opened, then grown
+        for ev in backlog(6)[::4] + backlog(2)[1:]:  # Xid 13 opened and grown on GPUS[1], then opened on GPUS[2]
             state, _, _ = apply_all(state, msgspec.structs.replace(ev, node=node), load())
         assert state is not None
         await kv.put(subjects.kv_escape(node), encode_state(state))
+    await publish(js, [msgspec.structs.replace(backlog(1)[0], node="gpu-empty")])
     service = RulesService(js, limits=LIMITS)
-    await run_until(service, lambda: service.incidents_published >= len(nodes), timeout=60)
+    await run_until(service, lambda: service.incidents_published >= len(nodes) + 1 and service.states_published >= 1)
     updates = await incident_updates(nc)
-    assert sorted(u.node for u in updates) == nodes and {(u.seq, u.count) for u in updates} == {(2, 2)}
+    assert sorted(u.node for u in updates if u.seq == 2) == nodes
+    assert {(u.entity, u.count) for u in updates if u.seq == 2} == {(GPUS[1], 2)}
+    assert [(u.node, u.entity, u.count) for u in updates if u.seq == 1] == [("gpu-empty", GPUS[1], 1)]
