@@ -378,3 +378,13 @@ async def test_updates_stamped_alike_are_each_published_and_the_service_counts_w
     ]  # fmt: skip
     labels = {"stage": "rules", "stream": subjects.EVENTS.name}
     assert metrics.registry.get_sample_value("gpuhealth_consumer_messages_total", labels) == 32
+
+
+async def test_each_batch_times_both_its_publishes_and_adds_to_the_counts(nc: NATS) -> None:
+    service = RulesService(nc.jetstream(), metrics=Metrics(CollectorRegistry()))
+    await service.start()
+    await service.handle_events([xid(1, 79)], [1])  # a state and an incident out, then the node's state saved
+    await service.handle_events([xid(2, 13, node="gpu-2")], [2])
+    assert (service.states_published, service.incidents_published) == (2, 2)
+    assert service.metrics is not None
+    assert service.metrics.registry.get_sample_value("gpuhealth_publish_seconds_count") == 4
