@@ -15,16 +15,18 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import HEALTH_DECODER, INCIDENT_DECODER, Event, KernelEvent, SetHealthy, derived_id
+from gpuhealth.telemetry import Metrics
 from rules.catalog import load
 from rules.engine import apply_all
 from rules.limits import IncidentLimits
 from rules.limits import parse as parse_limits
 from rules.service import RulesService
 from rules.state import RECENT_IDS, NodeState, encode_state
-from tests.integration.test_rules_service import incident_updates, publish, run_until
+from tests.integration.test_rules_service import incident_updates, publish, run_until, xid
 
 LIMITS = msgspec.structs.replace(parse_limits(), incident=IncidentLimits(3600, 0.1))
 NODE = "gpu-1"
@@ -224,3 +226,28 @@ async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_how
     assert sorted(u.node for u in updates if u.seq == 2) == nodes
     assert {(u.entity, u.count) for u in updates if u.seq == 2} == {(GPUS[1], 2)}
     assert [(u.node, u.entity, u.count) for u in updates if u.seq == 1] == [("gpu-empty", GPUS[1], 1)]
+
+
+async def test_growth_held_by_failed_flushes_goes_out_at_the_next_one_and_each_flush_is_timed(
+    nc: NATS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    js = nc.jetstream()
+    service = RulesService(js, metrics=Metrics(CollectorRegistry()))
+    await service.start()
+    await service.handle_events([xid(1, 13), xid(2, 13)], [1, 2])  # opened (published), then grown
+    real, refusals = bus.publish_messages, []
+
+    async def refusing_twice(js: JetStreamContext, messages: Any, **kw: Any) -> None:
+        if len(refusals) < 2:  # the incidents stream's leader moving, twice
+            refusals.append(1)
+            raise TimeoutError("no response from stream")
+        await real(js, messages, **kw)
+
+    monkeypatch.setattr(bus, "publish_messages", refusing_twice)
+    for _ in range(2):
+        with pytest.raises(TimeoutError):
+            await service.flush_incidents()
+    await service.flush_incidents()
+    assert [(u.seq, u.count) for u in await incident_updates(nc)] == [(1, 1), (2, 2)]
+    assert service.metrics is not None  # the batch's two publishes, and the flush that went through
+    assert service.metrics.registry.get_sample_value("gpuhealth_publish_seconds_count") == 3
