@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -55,6 +56,14 @@ def test_redelivered_events_in_batches_of_another_make_up_count_once(store: Stor
     assert store.insert_new("events", EVENT_COLUMNS, rows[40:] + rows[95:]) == 40
     assert store.insert_new("events", EVENT_COLUMNS, rows[::7]) == 0
     assert counts(store) == (100, 100)
+
+
+def test_events_stamped_alike_are_each_stored_and_an_empty_batch_writes_nothing(store: Store) -> None:
+    # Two lines in the same second (a syslog source): two events, told apart by id alone.
+    rows = [event_row(msgspec.structs.replace(kernel_event(i), time=T0)) for i in (1, 2)]
+    assert store.insert_new("events", EVENT_COLUMNS, rows) == 2
+    assert store.insert_new("events", EVENT_COLUMNS, []) == 0
+    assert counts(store) == (2, 2)
 
 
 def test_stored_event_keeps_its_fields(store: Store) -> None:
