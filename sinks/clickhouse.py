@@ -169,22 +169,28 @@ class Store:
         return {sid for (sid,) in rows}
 
     def insert_incidents(self, rows: Sequence[list[Any]]) -> int:
-        """Incident updates not stored yet, by (id, seq). ReplacingMergeTree would fold a repeat only at
-        its next merge, and a plain count() (or the MV reading the insert) sees every copy until then."""
+        """Each incident's latest update, unless one as new is stored. The table keeps an incident's latest
+        (ReplacingMergeTree by seq, which also folds the older updates of one insert as it writes them): an
+        older update stored after a newer one, as a redelivered batch of both would be, is a second row that
+        a plain count() sees until the next merge."""
         if self.client is None:
             self.connect()
-        fresh = list({(r[0], r[1]): r for r in rows}.values())
+        latest: dict[str, list[Any]] = {}
+        for r in rows:
+            if r[0] not in latest or r[1] > latest[r[0]][1]:
+                latest[r[0]] = r
+        fresh = list(latest.values())
         if not fresh:
             return 0
         firsts = [r[INCIDENT_COLUMNS.index("first")] for r in fresh]  # the partition key: never changes
         found = self.client.query(
-            f"SELECT DISTINCT id, seq FROM {self.database}.incidents WHERE first BETWEEN "
+            f"SELECT id, max(seq) FROM {self.database}.incidents WHERE first BETWEEN "
             f"fromUnixTimestamp64Nano({{lo:Int64}}) AND fromUnixTimestamp64Nano({{hi:Int64}}) "
-            f"AND id IN {{ids:Array(String)}}",
-            parameters={"lo": min(firsts), "hi": max(firsts), "ids": list({r[0] for r in fresh})},
+            f"AND id IN {{ids:Array(String)}} GROUP BY id",
+            parameters={"lo": min(firsts), "hi": max(firsts), "ids": list(latest)},
         )
-        stored = set(found.result_rows)
-        fresh = [r for r in fresh if (r[0], r[1]) not in stored]
+        stored = dict(found.result_rows)
+        fresh = [r for r in fresh if r[1] > stored.get(r[0], -1)]
         if fresh:
             self.client.insert(f"{self.database}.incidents", fresh, column_names=INCIDENT_COLUMNS)
         return len(fresh)

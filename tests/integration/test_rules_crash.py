@@ -15,16 +15,18 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.events import HEALTH_DECODER, INCIDENT_DECODER, Event, KernelEvent, SetHealthy, derived_id
+from gpuhealth.telemetry import Metrics
 from rules.catalog import load
 from rules.engine import apply_all
 from rules.limits import IncidentLimits
 from rules.limits import parse as parse_limits
 from rules.service import RulesService
-from rules.state import RECENT_IDS, NodeState
-from tests.integration.test_rules_service import publish
+from rules.state import RECENT_IDS, NodeState, encode_state
+from tests.integration.test_rules_service import incident_updates, publish, run_until, xid
 
 LIMITS = msgspec.structs.replace(parse_limits(), incident=IncidentLimits(3600, 0.1))
 NODE = "gpu-1"
@@ -179,3 +181,73 @@ async def test_events_of_a_stream_made_again_are_applied_though_their_sequences_
     await finish(js, 1)
     states, _, _ = await stored(nc)
     assert list(states.values()) == [("Healthy", [])] * len(GPUS)
+
+
+async def test_a_service_starting_leaves_the_streams_as_the_fleet_sized_them(nc: NATS) -> None:
+    # gpuctl nats-config / up size the streams for the fleet; a rules (re)start only creates what is missing.
+    js = nc.jetstream()
+    await bus.provision(js)
+    config = (await js.stream_info(subjects.EVENTS.name)).config
+    config.max_age = 12_345.0
+    await js.update_stream(config)
+    await RulesService(js).start()
+    assert (await js.stream_info(subjects.EVENTS.name)).config.max_age == 12_345.0
+
+
+async def test_the_limits_a_service_is_given_are_the_ones_it_judges_by(nc: NATS) -> None:
+    # An incident window of 5 s (limits.toml says an hour): Xid 13 ten seconds apart is two incidents, not one.
+    js = nc.jetstream()
+    await publish(js, [backlog(1)[0], msgspec.structs.replace(backlog(1)[0], id="x-later", time=11 * 10**9)])
+    limits = msgspec.structs.replace(LIMITS, incident=IncidentLimits(5, 0.1))
+    service = RulesService(js, limits=limits)
+    await run_until(service, lambda: service.incidents_published >= 2)
+    assert sorted((u.seq, u.count, u.first) for u in await incident_updates(nc)) == [(1, 1, 10**9), (1, 1, 11 * 10**9)]
+
+
+async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_however_many(nc: NATS) -> None:
+    # 601 nodes' saved states, each with an incident grown since it was published (as a kill before the flush
+    # leaves them) and another opened after it, behind an entry holding nothing: the start reads them all, in
+    # chunks; the empty entry is a node with no state yet.
+    js = nc.jetstream()
+    await bus.provision(js)
+    kv = await js.key_value(subjects.KV_RULES)
+    await kv.put(subjects.kv_escape("gpu-empty"), b"")
+    nodes = [f"gpu-{n:03d}" for n in range(601)]
+    for node in nodes:
+        state: NodeState | None = None
+        for ev in backlog(6)[::4] + backlog(2)[1:]:  # Xid 13 opened and grown on GPUS[1], then opened on GPUS[2]
+            state, _, _ = apply_all(state, msgspec.structs.replace(ev, node=node), load())
+        assert state is not None
+        await kv.put(subjects.kv_escape(node), encode_state(state))
+    await publish(js, [msgspec.structs.replace(backlog(1)[0], node="gpu-empty")])
+    service = RulesService(js, limits=LIMITS)
+    await run_until(service, lambda: service.incidents_published >= len(nodes) + 1 and service.states_published >= 1)
+    updates = await incident_updates(nc)
+    assert sorted(u.node for u in updates if u.seq == 2) == nodes
+    assert {(u.entity, u.count) for u in updates if u.seq == 2} == {(GPUS[1], 2)}
+    assert [(u.node, u.entity, u.count) for u in updates if u.seq == 1] == [("gpu-empty", GPUS[1], 1)]
+
+
+async def test_growth_held_by_failed_flushes_goes_out_at_the_next_one_and_each_flush_is_timed(
+    nc: NATS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    js = nc.jetstream()
+    service = RulesService(js, metrics=Metrics(CollectorRegistry()))
+    await service.start()
+    await service.handle_events([xid(1, 13), xid(2, 13)], [1, 2])  # opened (published), then grown
+    real, refusals = bus.publish_messages, []
+
+    async def refusing_twice(js: JetStreamContext, messages: Any, **kw: Any) -> None:
+        if len(refusals) < 2:  # the incidents stream's leader moving, twice
+            refusals.append(1)
+            raise TimeoutError("no response from stream")
+        await real(js, messages, **kw)
+
+    monkeypatch.setattr(bus, "publish_messages", refusing_twice)
+    for _ in range(2):
+        with pytest.raises(TimeoutError):
+            await service.flush_incidents()
+    await service.flush_incidents()
+    assert [(u.seq, u.count) for u in await incident_updates(nc)] == [(1, 1), (2, 2)]
+    assert service.metrics is not None  # the batch's two publishes, and the flush that went through
+    assert service.metrics.registry.get_sample_value("gpuhealth_publish_seconds_count") == 3

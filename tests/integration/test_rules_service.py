@@ -11,9 +11,21 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, subjects
-from gpuhealth.events import HEALTH_DECODER, INCIDENT_DECODER, Event, Incident, KernelEvent, SourceStatus, encode
+from gpuhealth.events import (
+    HEALTH_DECODER,
+    INCIDENT_DECODER,
+    Event,
+    GpuInfo,
+    Incident,
+    Inventory,
+    KernelEvent,
+    SourceStatus,
+    encode,
+)
+from gpuhealth.telemetry import Metrics
 from rules.catalog import load
 from rules.engine import apply
 from rules.limits import IncidentLimits
@@ -317,3 +329,62 @@ async def test_growth_a_crash_left_unpublished_goes_out_at_the_next_start(nc: NA
         await run_until(again, lambda a=again, m=mine: a.incidents_published >= 1 or not m, timeout=10)
         assert again.incidents_published == (1 if mine else 0)
     assert [u.count for u in await incident_updates(nc)] == [1, 50]
+
+
+async def test_an_inventory_names_the_gpus_and_keeps_what_the_rules_knew_of_the_node(nc: NATS) -> None:
+    js = nc.jetstream()
+    await publish(js, [xid(1, 79)])
+    first = RulesService(js)
+    await run_until(first, lambda: first.states_published == 1)
+
+    inv = Inventory(id="inv-1", time=2 * 10**9, cluster="c", node="gpu-1", boot_id="b1", source="nvml",
+                    component="inventory", gpus=[GpuInfo(index=0, pci_bus_id="0000:04:00.0", uuid="GPU-aaaa"),
+                                                 GpuInfo(index=1, pci_bus_id="0000:05:00.0", uuid="GPU-bbbb")])  # fmt: skip
+    await bus.publish_batch(js, [(subjects.inventory_subject("gpu-1"), inv.id, encode(inv))])
+    second, stop = RulesService(js), asyncio.Event()
+    task = asyncio.create_task(second.run(stop))
+    try:
+        async with asyncio.timeout(10):
+            while not await client.inventories(nc):
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task
+    assert [(i.node, i.id) for i in await client.inventories(nc)] == [("gpu-1", "inv-1")]
+
+    # A restarted service: the same fault again is still no news, and a new one names its GPU's uuid.
+    await publish(js, [xid(3, 79), msgspec.structs.replace(xid(4, 48), pci_bus_id="0000:05:00.0")])
+    third = RulesService(js)
+    await run_until(third, lambda: third.states_published >= 1)
+    states = {s.pci_bus_id: s for s in await client.health_states(nc)}
+    assert third.states_published == 1
+    assert (states["0000:04:00.0"].health, states["0000:04:00.0"].since) == ("Unhealthy", 1 * 10**9)
+    assert (states["0000:05:00.0"].health, states["0000:05:00.0"].gpu_uuid) == ("Unhealthy", "GPU-bbbb")
+
+
+async def test_updates_stamped_alike_are_each_published_and_the_service_counts_what_it_handled(nc: NATS) -> None:
+    # A log of whole seconds: two GPUs' Xid 79 and 30 more lines of the first, all in one second.
+    js, t = nc.jetstream(), 5 * 10**9
+    first = [msgspec.structs.replace(xid(i, 79), time=t) for i in range(1, 32)]
+    other = msgspec.structs.replace(xid(99, 79), time=t, pci_bus_id="0000:05:00.0")
+    await publish(js, [first[0], other, *first[1:]])
+    metrics = Metrics(CollectorRegistry())
+    service = RulesService(
+        js, metrics=metrics, limits=msgspec.structs.replace(LIMITS, incident=IncidentLimits(3600, 0.1))
+    )
+    await run_until(service, lambda: service.incidents_published >= 3)
+    assert sorted((u.entity, u.seq, u.count) for u in await incident_updates(nc)) == [
+        ("0000:04:00.0", 1, 1), ("0000:04:00.0", 31, 31), ("0000:05:00.0", 1, 1)
+    ]  # fmt: skip
+    labels = {"stage": "rules", "stream": subjects.EVENTS.name}
+    assert metrics.registry.get_sample_value("gpuhealth_consumer_messages_total", labels) == 32
+
+
+async def test_each_batch_times_both_its_publishes_and_adds_to_the_counts(nc: NATS) -> None:
+    service = RulesService(nc.jetstream(), metrics=Metrics(CollectorRegistry()))
+    await service.start()
+    await service.handle_events([xid(1, 79)], [1])  # a state and an incident out, then the node's state saved
+    await service.handle_events([xid(2, 13, node="gpu-2")], [2])
+    assert (service.states_published, service.incidents_published) == (2, 2)
+    assert service.metrics is not None
+    assert service.metrics.registry.get_sample_value("gpuhealth_publish_seconds_count") == 4

@@ -7,14 +7,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
 from gpuhealth import bus, client, subjects
 from gpuhealth.errors import QueryError
-from gpuhealth.events import GpuInfo, HealthState, Inventory, KernelEvent, MetricBatch, encode
+from gpuhealth.events import GpuInfo, HealthState, Incident, Inventory, KernelEvent, MetricBatch, encode
 from sinks.clickhouse import Store, migrations
-from sinks.rows import EVENT_COLUMNS, event_row
+from sinks.rows import EVENT_COLUMNS, event_row, incident_row
 from sinks.service import SinkService
 
 T0 = 1_763_700_000_000_000_000
@@ -55,6 +56,14 @@ def test_redelivered_events_in_batches_of_another_make_up_count_once(store: Stor
     assert store.insert_new("events", EVENT_COLUMNS, rows[40:] + rows[95:]) == 40
     assert store.insert_new("events", EVENT_COLUMNS, rows[::7]) == 0
     assert counts(store) == (100, 100)
+
+
+def test_events_stamped_alike_are_each_stored_and_an_empty_batch_writes_nothing(store: Store) -> None:
+    # Two lines in the same second (a syslog source): two events, told apart by id alone.
+    rows = [event_row(msgspec.structs.replace(kernel_event(i), time=T0)) for i in (1, 2)]
+    assert store.insert_new("events", EVENT_COLUMNS, rows) == 2
+    assert store.insert_new("events", EVENT_COLUMNS, []) == 0
+    assert counts(store) == (2, 2)
 
 
 def test_stored_event_keeps_its_fields(store: Store) -> None:
@@ -186,6 +195,65 @@ async def test_actions_rollups_and_gpus_are_derived_as_rows_arrive(nc: NATS, sto
         f"SELECT serial, arraySort(nodes), first_seen, last_seen FROM {store.database}.gpus"
     ).result_rows
     assert serial == "1650123456789" and nodes == ["node-1", "node-2"] and first < last
+
+
+def incident(seq: int, count: int) -> Incident:
+    return Incident(id="inc-1", seq=seq, time=T0, cluster="c", node="node-1", source="rules",
+                    component="accelerator-nvidia-error-xid", entity="0000:04:00.0", code="xid:79", severity="Fatal",
+                    reason="Xid 79", count=count, first=T0, last=T0)  # fmt: skip
+
+
+def test_a_batch_of_incident_updates_redelivered_adds_no_row_whatever_its_order(store: Store) -> None:
+    # The table keeps an incident's latest update (ReplacingMergeTree by seq, which folds the older updates of
+    # one insert as it writes them): an older update stored after a newer one is a second row until a merge.
+    newer, older = incident_row(incident(2, count=5)), incident_row(incident(1, count=3))
+    assert store.insert_incidents([newer, older, newer]) == 1  # rows written: the latest update
+    assert store.insert_incidents([older, newer]) == 0  # the batch again, its ack lost in a crash
+    assert store.insert_incidents([older]) == 0
+    assert store.insert_incidents([]) == 0
+    assert store.client.query(f"SELECT seq, count FROM {store.database}.incidents").result_rows == [(2, 5)]
+    assert store.insert_incidents([incident_row(incident(3, count=9))]) == 1  # the incident grew again
+    [latest] = store.client.query(f"SELECT max(seq), argMax(count, seq) FROM {store.database}.incidents").result_rows
+    assert latest == (3, 9)
+
+
+def test_a_store_never_connected_connects_on_its_first_insert_or_query(chdb_path: Path) -> None:
+    """ClickHouse away when the sink started: its first insert (or a gpuctl query) is what connects."""
+    values = {"power_w": 300.0, "temperature_gpu_c": 40.0}
+    for first_use in ("incidents", "metrics", "query"):
+        s = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}")
+        try:
+            if first_use == "incidents":
+                assert s.insert_incidents([incident_row(incident(1, count=1))]) == 1
+            elif first_use == "metrics":
+                polls = [MetricBatch(id=f"m{n}", time=T0, cluster="c", node="node-1", source="nvml", component="gpu",
+                                     entity="0000:04:00.0", values=dict(list(values.items())[:n]))
+                         for n in (0, 2)]  # fmt: skip
+                assert s.insert_batches(polls[:1]) == 0  # samples written: a poll that read none adds none
+                assert s.insert_batches(polls) == 2
+            else:
+                assert s.query("SELECT 1", {}, 10, 5)[1] == [[1]]
+        finally:
+            if s.client is not None:
+                s.client.command(f"DROP DATABASE IF EXISTS {s.database}")
+            s.close()
+
+
+async def test_a_read_connects_a_store_never_connected_and_says_why_clickhouse_is_away(chdb_path: Path) -> None:
+    # gpuctl's reads (sql, incidents, report) on a sink whose ClickHouse was away at start
+    s = Store(f"chdb://{chdb_path}", database=f"t_{uuid.uuid4().hex[:12]}")
+    try:
+        sql = f"SELECT count() FROM {s.database}.events WHERE node = {{node:String}}"
+        assert await s.read(sql, {"node": "node-1"}, 10, 5) == (["count()"], [[0]])  # migrated, then read
+    finally:
+        if s.client is not None:
+            s.client.command(f"DROP DATABASE IF EXISTS {s.database}")
+        s.close()
+    with pytest.raises(QueryError) as away:
+        await Store("http://127.0.0.1:1").read("SELECT 1", {}, 10, 5)  # nothing listens on port 1
+    head, why = str(away.value).split(" not reachable: ", 1)
+    assert head == "clickhouse http://default@127.0.0.1:1/gpuhealth"
+    assert "port=1" in why and "\n" not in why  # the driver's own words, on one line
 
 
 def test_metrics_ttl_is_configurable(chdb_path: Path) -> None:

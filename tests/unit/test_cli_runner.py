@@ -71,6 +71,18 @@ def test_parse_and_scan_need_no_stack(tmp_path: Path) -> None:
     assert r.exit_code == 2, r.output  # Unhealthy, as status would say
 
 
+def test_inject_fault_appends_the_drivers_xid_line_to_the_named_kernel_log(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    where = ["--kmsg-path", str(kmsg), "--data-dir", str(tmp_path)]
+    r = runner.invoke(app, ["inject-fault", "--xid", "79", "--pci", "0000:3b:00.0", *where])
+    assert r.exit_code == 0, r.output
+    (record,) = kmsg.read_text().splitlines()
+    head, message = record.split(";", 1)
+    assert head.split(",")[0] == "3"  # KERN_ERR, as the driver logs an Xid
+    assert message == "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus"
+
+
 def test_rules_check_in_process(tmp_path: Path) -> None:
     f = tmp_path / "r.toml"
     f.write_text("[edac]\ncorrectable = { threshold = 5, window_s = 600 }\n")

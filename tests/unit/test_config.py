@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from gpuhealth.config import RunInfo, default_data_dir, read_identity, read_run_info, remove_run_info, write_run_info
+from sinks.clickhouse import Store, chdb_dsn
 
 
 def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -55,3 +56,13 @@ def test_run_info_is_removed_only_by_its_owner(tmp_path: Path) -> None:
     assert read_run_info(tmp_path) == info
     remove_run_info(tmp_path, pid=123)
     assert read_run_info(tmp_path) is None
+
+
+def test_the_default_store_is_the_data_dirs_clickhouse_folder_by_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gpuctl up and serve sink open it, and gpuctl reads it, from wherever they were started: a relative
+    # data dir must name the same folder for all of them.
+    monkeypatch.chdir(tmp_path)
+    target = Store(chdb_dsn(Path("state"))).target
+    assert (target.kind, target.path) == ("chdb", str(tmp_path.resolve() / "state" / "clickhouse"))

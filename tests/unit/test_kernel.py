@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.kernel import BENIGN as BENIGN_KIND
-from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci, rules, strip_prefixes
+from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci, rules, strip_prefixes, xid_line
 from tests.conftest import SHARED, need
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
@@ -168,6 +168,20 @@ def test_nvlink_xids_decode_their_subcode() -> None:
     assert got.nvlink_fatal is False
 
 
+def test_an_nvlink_xid_says_only_what_its_line_says() -> None:
+    got = classify("NVRM: Xid (PCI:0018:01:00): 145, RLW_REMAP Non-fatal XC0 i0 Link 07 (0x00100001 0x0)")
+    assert (got.nvlink_unit, got.nvlink_subcode, got.nvlink_fatal) == ("RLW_REMAP", 1, False)
+    got = classify("NVRM: Xid (PCI:0000:3b:00): 146, pid='<unknown>', name=<unknown>, NVLink link 3 error")
+    assert (got.xid, got.nvlink_unit, got.nvlink_subcode, got.nvlink_fatal) == (146, None, None, None)
+
+
+def test_a_word_where_a_level_may_stand_that_is_none_keeps_the_records_priority() -> None:
+    # An upper-case host name sits where some syslogs print the level; a dmesg -x facility line with a level
+    # this reader does not know: the kmsg head's <3> stands.
+    for line in ("<3>Jan  1 00:00:00 DGXH kernel: NVRM: Xid (PCI:0000:3b:00): 79, x", "<3>kern  :xyz   : [  12.5] x"):
+        assert classify(line).priority == 3, line
+
+
 def test_every_rule_names_a_known_kind_and_its_source() -> None:
     assert {r.kind for r in rules()} <= {*KINDS, BENIGN_KIND}
     assert all(r.source for r in rules())
@@ -267,3 +281,16 @@ def test_the_largest_codes_and_pids_are_kept_and_larger_pids_dropped() -> None:
     assert classify(f"Killed process {'9' * 5000} (x)").pid is None  # int() refuses > 4300 digits: no crash
     assert classify(f"<{'0' * 5000}3>x").priority == 3
     assert classify(f"Jan  1 00:00:00 h app[{'7' * 5000}]: x").pid is None
+
+
+def test_an_injected_xid_line_is_the_drivers_form_and_reads_back_as_the_same_fault() -> None:
+    # gpuctl inject-fault and the agent's API write these: the line must be one the classifier (and a person
+    # used to the driver's log) reads as that Xid on that GPU, with or without the process it hit.
+    anonymous = xid_line("0000:3b:00", 79, "GPU has fallen off the bus")
+    assert anonymous == "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus"
+    named = xid_line("0000:04:00", 13, "Graphics Exception", pid=1234, process="train.py")
+    assert named == "NVRM: Xid (PCI:0000:04:00): 13, pid=1234, name=train.py, Graphics Exception"
+    assert [(f.kind, f.xid, f.pci_bus_id, f.pid, f.process) for f in map(classify, (anonymous, named))] == [
+        ("xid", 79, "0000:3b:00.0", None, None),
+        ("xid", 13, "0000:04:00.0", 1234, "train.py"),
+    ]
