@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from gpuhealth.events import (
     Event,
     GpuInfo,
-    HealthState,
     HostEvent,
     Inventory,
     KernelEvent,
@@ -21,6 +20,7 @@ from gpuhealth.events import (
 from rules.catalog import load
 from rules.engine import apply, apply_all, apply_inventory
 from rules.state import RECENT_IDS, NodeState, decode_state, encode_state, first_time
+from tests.unit.rules_run import run
 
 CAT = load()
 _n = itertools.count(1)
@@ -57,15 +57,6 @@ def status(available: bool, boot: str = "b1") -> SourceStatus:
         available=available,
         reason="reading" if available else "EACCES",
     )
-
-
-def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
-    out: list[HealthState] = []
-    for ev in events:
-        state, o = apply(state, ev, CAT)
-        out += o
-    assert state is not None
-    return state, out
 
 
 def current(

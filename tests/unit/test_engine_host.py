@@ -10,8 +10,8 @@ import pytest
 
 from gpuhealth.events import Event, HealthState, HostEvent, SourceStatus
 from rules.catalog import load
-from rules.engine import apply
 from rules.state import NodeState
+from tests.unit.rules_run import run
 
 CAT = load()
 PCI = "0000:3b:00.0"
@@ -26,15 +26,6 @@ def host(kind: str, entity: str, at: int, *, boot: str = "b1", component: str = 
     component = component or {"aer": "pcie", "edac": "edac"}.get(kind, "infiniband")
     return HostEvent(id=f"h{next(_n):06d}", time=at, cluster="c", node="n", boot_id=boot, boot_time=BOOTS[boot],
                      source="sysfs", component=component, kind=kind, entity=entity, **fields)  # fmt: skip
-
-
-def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
-    out: list[HealthState] = []
-    for ev in events:
-        state, o = apply(state, ev, CAT)
-        out += o
-    assert state is not None
-    return state, out
 
 
 def seen(out: list[HealthState]) -> list[tuple[Any, ...]]:

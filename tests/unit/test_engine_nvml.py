@@ -7,10 +7,9 @@ import itertools
 
 import pytest
 
-from gpuhealth.events import Event, HealthState, NvmlEvent, SourceStatus
+from gpuhealth.events import Event, NvmlEvent, SourceStatus
 from rules.catalog import load
-from rules.engine import apply
-from rules.state import NodeState
+from tests.unit.rules_run import run
 
 CAT = load()
 PCI = "0000:04:00.0"
@@ -31,15 +30,6 @@ def nvml(kind: str, at: int, *, boot: str = "b1", xid: int | None = None, data: 
 
 def each(kind: str, n: int, step_s: int, message: str = "") -> list[Event]:
     return [nvml(kind, T0 + (10 + i * step_s) * S, data=1, message=message) for i in range(n)]
-
-
-def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
-    out: list[HealthState] = []
-    for ev in events:
-        state, o = apply(state, ev, CAT)
-        out += o
-    assert state is not None
-    return state, out
 
 
 def test_nvml_events_no_rule_judges_are_stored_not_states_whatever_code_they_carry() -> None:

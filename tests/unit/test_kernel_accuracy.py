@@ -13,14 +13,14 @@
   benign flagged), then learnt from as families: asserted since.
 - tests/data/kernel_lines_holdout4.jsonl (GitHub sources) and holdout5 (forums, bug trackers, pastes): scored
   once unseen (94.6% and 90.1% detected; 1 of 107 and 3 of 105 benign flagged), then learnt from as families
-  (tests/unit/test_kernel_generalize2.py). Holdout4 labels one line benign that the same set labels a fault
+  (tests/unit/kernel_cases_holdout4_5.py). Holdout4 labels one line benign that the same set labels a fault
   in the next line of the same report, and holdout3 labels a fault: 'NVRM: The NVIDIA GPU 0000:5d:00.0' opens
   the driver's 'has fallen off the bus' message (osinit.c); the rule stays.
 - tests/data/kernel_lines_holdout6.jsonl: still newer sources, scored once unseen (94.0% detected, 1 of 95
-  benign flagged), then learnt from as families (tests/unit/test_kernel_generalize3.py). Its one benign line
+  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout6.py). Its one benign line
   flagged is again an '---[ end trace' line, labelled a fault in extra and extra2: the rule stays.
 - tests/data/kernel_lines_holdout7.jsonl: newer sources again, scored once unseen (93.5% detected, 2 of 99
-  benign flagged), then learnt from as families (tests/unit/test_kernel_generalize4.py). Its two benign lines
+  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout7.py). Its two benign lines
   flagged are labelled faults by earlier sets ('Tasks state (memory values in pages):' oom in holdout, the
   NVLink 'shutdown all links unilaterally' nvlink in holdout6): the labels disagree, the rules stay.
 """

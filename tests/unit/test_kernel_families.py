@@ -114,7 +114,7 @@ FAULTS = [
     # kernel/hung_task.c debug_show_blocker: each lock kind
     ("INFO: task kworker/1:2:123 blocked on a semaphore likely last held by task nv-persistence:45", "hung_task"),
     ("INFO: task python:4242 <writer> blocked on an rw-semaphore likely owned by task python:4243 <reader>", "hung_task"),
-    # mm/oom_kill.c: the OOM report (mm/show_mem.c's dump within it is benign: test_kernel_generalize2.py)
+    # mm/oom_kill.c: the OOM report (mm/show_mem.c's dump within it is benign: kernel_cases_holdout4_5.py)
     ("oom_reaper: unable to reap pid:4242 (python)", "oom"),
     ("[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name", "oom"),
     ("Out of memory: Kill process 1234 (java) score 900 or sacrifice child", "oom"),

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import itertools
 
-from gpuhealth.events import Event, HealthState, KernelEvent, NvmlEvent, SetHealthy
+from gpuhealth.events import KernelEvent, NvmlEvent, SetHealthy
 from rules.catalog import load
-from rules.engine import apply
 from rules.state import NodeState
+from tests.unit.rules_run import run
 
 CAT = load()
 A, B = "0000:04:00.0", "0000:05:00.0"
@@ -31,15 +31,6 @@ def healthy(
 ) -> SetHealthy:
     return SetHealthy(id=f"op{next(_n)}", time=next(_n) * 10**9, cluster="c", node="n", boot_id="b1", source="gpuctl",
                       component="operator", target_component=target, entity=entity, user=user, reason=reason)  # fmt: skip
-
-
-def run(events: list[Event], state: NodeState | None = None) -> tuple[NodeState, list[HealthState]]:
-    out: list[HealthState] = []
-    for ev in events:
-        state, o = apply(state, ev, CAT)
-        out += o
-    assert state is not None
-    return state, out
 
 
 def healths(state: NodeState) -> dict[tuple[str, str], str]:

@@ -4,10 +4,6 @@ lines, with the same sources' informational lines beside them."""
 
 from __future__ import annotations
 
-import pytest
-
-from producers.kernel import classify
-
 FAULTS = [
     # net/sched/sch_generic.c dev_watchdog 'NETDEV WATCHDOG: %s (%s): transmit queue %u timed out' (6.x:
     # '%s %s: NETDEV WATCHDOG: CPU: %d: transmit queue %u timed out %u ms'): any NIC's stall; Mellanox's is RDMA's
@@ -159,13 +155,3 @@ BENIGN = [
     "ice 0000:5e:00.0: PTP reset successful",
     "NFSD: starting 90-second grace period (net f0000098)",
 ]
-
-
-@pytest.mark.parametrize(("line", "kind"), FAULTS)
-def test_a_family_is_known_beyond_the_lines_seen(line: str, kind: str) -> None:
-    assert classify(line).kind == kind
-
-
-@pytest.mark.parametrize("line", BENIGN)
-def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
-    assert classify(line).kind is None

@@ -4,10 +4,6 @@ files; then the same subsystems' near-misses that must stay benign."""
 
 from __future__ import annotations
 
-import pytest
-
-from producers.kernel import classify
-
 FAULTS = [
     # kernel/sched (2.6.18, RHEL5) show_task: '%-13.13s %c', ' %016lx ', '%5lu %5d %6d', child and sibling
     # pids, then ' (L-TLB)' for a kernel thread or ' (NOTLB)'
@@ -106,13 +102,3 @@ BENIGN = [
     "2023-11-02 08:01:13.004 kernel: nvidia-nvswitch0: open (major=506)",
     "kthreadd      S ffff810002536420     0     2      0             3       (L-TLB)",
 ]
-
-
-@pytest.mark.parametrize(("line", "kind"), FAULTS)
-def test_a_family_is_known_beyond_the_lines_seen(line: str, kind: str) -> None:
-    assert classify(line).kind == kind
-
-
-@pytest.mark.parametrize("line", BENIGN)
-def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
-    assert classify(line).kind is None
