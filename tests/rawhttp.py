@@ -65,13 +65,21 @@ def exchange(address: str, raw: bytes, timeout: float = 10) -> tuple[int | None,
         return answer(s)
 
 
+def _readable(s: socket.socket) -> bool:
+    """poll(2), not select(2): the suite's process holds hundreds of chDB's files, and select() refuses a
+    descriptor past 1023."""
+    poller = select.poll()
+    poller.register(s, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def push(address: str, head: bytes, chunks: Iterable[bytes], timeout: float = 30) -> tuple[int | None, int]:
     """Send a head, then a body for as long as the server has not answered: (status, body bytes sent)."""
     sent = 0
     with connect(address, timeout) as s:
         s.sendall(head)
         for chunk in chunks:
-            if select.select([s], [], [], 0)[0]:
+            if _readable(s):
                 break  # it answered (or closed) without waiting for the rest
             try:
                 s.sendall(chunk)

@@ -107,6 +107,9 @@ def test_ctrl_c_while_python_still_loads_gpuctl_is_exit_130_not_a_traceback() ->
 
     early_interrupt = (
         "import signal, gpuctl\n"
+        # Python leaves SIGINT ignored when it starts so (a suite run in the background by a shell): a terminal's
+        # Ctrl-C is what this child must see, whatever its parent ignores.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))\n"
         "signal.setitimer(signal.ITIMER_REAL, 0.002)\n"
         "gpuctl.main()\n"
