@@ -222,7 +222,9 @@ def _new_occurrences(state: NodeState, ev: Event, code: int, pci: str, count: in
     witness = WITNESS.get(ev.source)
     if witness is None:
         return count
-    for stale in [k for k, seen in state.sightings.items() if abs(ev.time - seen[-1].time) > PAIR_WINDOW_NS]:
+    # Stale: older than the window. Not "far from this event" either way: a late line replayed from the kernel
+    # log at an agent's start must not forget the reports of the present it cannot pair with.
+    for stale in [k for k, seen in state.sightings.items() if ev.time - seen[-1].time > PAIR_WINDOW_NS]:
         del state.sightings[stale]
     key = f"{pci}\x1f{code}"
     kept = [s for s in state.sightings.get(key, []) if abs(ev.time - s.time) <= PAIR_WINDOW_NS]

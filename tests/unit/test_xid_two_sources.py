@@ -93,3 +93,10 @@ def test_what_the_state_keeps_to_pair_stays_small_whatever_the_storm() -> None:
         state, _, _ = apply_all(state, nvml(31, 100.0 + seq / 1000), CAT, seq=seq)
     assert state is not None and [f.count for f in state.faults.values()] == [5000]
     assert len(encode_state(state)) < 8192
+
+
+def test_a_late_line_of_another_gpu_forgets_no_report_awaiting_its_pair() -> None:
+    """An agent's start replays the kernel log: a line minutes old arrives between NVML's report of a fault
+    and the kernel's report of the same fault."""
+    other = "0000:00:07.0"
+    assert counts([nvml(31, 1000.0), kernel(79, 700.0, pci=other), kernel(31, 1000.1)]) == {"xid:31": 1, "xid:79": 1}
