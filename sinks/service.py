@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 import msgspec
+import nats.errors
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -134,7 +135,11 @@ class SinkService:
     async def take_query(self, msg: Msg) -> None:
         """The subscription's callback. nats-py awaits its callbacks one at a time, so each query is
         answered in a task of its own: a long query does not hold up the next asker (sinks/reads.py
-        bounds how many run and wait)."""
+        bounds how many run and wait). A query with no reply subject is dropped unread: its answer would
+        go nowhere, and a flood of them would hold the readers for nothing."""
+        if not msg.reply:
+            log.debug("a query on %s with no reply subject: not run", msg.subject)
+            return
         task = asyncio.create_task(self.answer_query(msg))
         self._answering.add(task)
         task.add_done_callback(self._answering.discard)
@@ -152,7 +157,10 @@ class SinkService:
             reply = msgspec.json.encode(QueryResponse(error=f"bad query request: {e}"))
         except QueryError as e:
             reply = msgspec.json.encode(QueryResponse(error=str(e), refused=isinstance(e, QueryRefused)))
-        await msg.respond(reply)
+        try:
+            await msg.respond(reply)
+        except nats.errors.Error as e:  # the sink's own connection closing: the asker gets no answer either way
+            log.info("a query's answer was not sent: %s", one_line(str(e)))
 
     async def run(self, stop: asyncio.Event) -> None:
         try:

@@ -186,6 +186,18 @@ async def test_a_long_query_does_not_hold_up_the_next_asker(nc: NATS, sink: Sink
     assert "TIMEOUT_EXCEEDED" in (await long)["error"]
 
 
+async def test_a_query_nobody_waits_for_is_not_run(nc: NATS, sink: SinkService) -> None:
+    """A publish with no reply subject: its answer would go nowhere, so the engine must not spend a reader
+    on it; three of them would otherwise hold both readers for 8 s."""
+    for _ in range(3):
+        await nc.publish(subjects.QUERY_SUBJECT, msgspec.json.encode({"sql": HEAVIEST, "timeout_s": 8}))
+    await nc.flush()
+    await asyncio.sleep(0.5)
+    t = time.monotonic()
+    assert (await ask(nc, "SELECT count() FROM events"))["rows"] == [[0]]
+    assert time.monotonic() - t < 3
+
+
 async def test_a_flood_of_queries_waits_in_a_bounded_line_and_the_rest_are_turned_away(store: Store) -> None:
     reads = Reads(store.target, readers=1)
     try:
