@@ -15,6 +15,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
 from prometheus_client import CollectorRegistry
 
 from gpuhealth import bus, client, subjects
@@ -226,6 +227,34 @@ async def test_a_start_publishes_the_growth_a_crash_left_on_every_saved_node_how
     assert sorted(u.node for u in updates if u.seq == 2) == nodes
     assert {(u.entity, u.count) for u in updates if u.seq == 2} == {(GPUS[1], 2)}
     assert [(u.node, u.entity, u.count) for u in updates if u.seq == 1] == [("gpu-empty", GPUS[1], 1)]
+
+
+async def test_a_saved_state_deleted_while_a_start_reads_them_is_passed_over(
+    nc: NATS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An operator (or another instance) deletes a node's state between the start's listing of the keys and
+    its reading of them: that node is passed over and every other node's growth still goes out."""
+    js = nc.jetstream()
+    await bus.provision(js)
+    kv = await js.key_value(subjects.KV_RULES)
+    for node in ("gpu-kept", "gpu-gone"):
+        state: NodeState | None = None
+        for ev in backlog(6)[::4]:  # Xid 13 opened and grown on GPUS[1], the growth not published
+            state, _, _ = apply_all(state, msgspec.structs.replace(ev, node=node), load())
+        assert state is not None
+        await kv.put(subjects.kv_escape(node), encode_state(state))
+    real_keys = KeyValue.keys
+
+    async def listing_then_deleting(self: KeyValue, **kw: Any) -> list[str]:
+        keys: list[str] = await real_keys(self, **kw)
+        if subjects.kv_escape("gpu-gone") in keys:
+            await self.purge(subjects.kv_escape("gpu-gone"))
+        return keys
+
+    monkeypatch.setattr(KeyValue, "keys", listing_then_deleting)
+    service = RulesService(js, limits=LIMITS)
+    await run_until(service, lambda: service.incidents_published >= 1)
+    assert [(u.node, u.seq, u.count) for u in await incident_updates(nc)] == [("gpu-kept", 2, 2)]
 
 
 async def test_growth_held_by_failed_flushes_goes_out_at_the_next_one_and_each_flush_is_timed(
