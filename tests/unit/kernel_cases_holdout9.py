@@ -45,6 +45,34 @@ FAULTS = [
     # pciehp_hpc.c pciehp_ist 'Slot(%s): Power fault'; 2.6-4.x aerdrv_core.c's failed recovery
     ("pcieport 0000:c0:03.1: pciehp: Slot(12): Power fault", "pcie_link"),
     ("pcieport 0000:00:1c.0: AER driver didn't recover", "pcie_aer"),
+    # siblings in the same directories. block/partitions/amiga.c, fs/block_dev.c, mm/pgtable-generic.c,
+    # mm/kmemleak.c, mm/usercopy.c, arch/x86/kernel/nmi.c unknown_nmi_error, kernel/exit.c make_task_dead
+    ("Dev sdd: unable to read RDB block 0", "other_fault"),
+    ("VFS: Dirty inode writeback failed for block device sdb1 (err=-5).", "other_fault"),
+    ("mm/pgtable-generic.c:53: bad pmd 000000007cff1f53(8000000a4de008e7)", "other_fault"),
+    ("kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)", "other_fault"),
+    (
+        "usercopy: Kernel memory exposure attempt detected from SLUB object 'kmalloc-64' (offset 0, size 128)!",
+        "other_fault",
+    ),
+    (
+        "usercopy: Kernel memory overwrite attempt detected to spans multiple pages (offset 0, size 8192)!",
+        "other_fault",
+    ),
+    ("Dazed and confused, but trying to continue", "other_fault"),
+    ("Do you have a strange power saving mode enabled?", "other_fault"),
+    ("Fixing recursive fault but reboot is needed!", "other_fault"),
+    # mm/page_alloc.c warn_alloc_stall (4.9-4.14): memory so short an allocation waited seconds
+    (
+        "python3: page allocation stalls for 10484ms, order:0, mode:0x14200ca(GFP_HIGHUSER_MOVABLE), nodemask=(null)",
+        "oom",
+    ),
+    # drivers/nvme/host/tcp.c nvme_tcp_timeout, 5.x and 6.x
+    ("nvme nvme1: queue 3: timeout request 0x1a type 4", "other_fault"),
+    ("nvme nvme0: queue 2: timeout cid 0x5 type 4 opcode 0x2 (Read)", "other_fault"),
+    # fs/ocfs2/super.c __ocfs2_error and __ocfs2_abort
+    ("OCFS2: ERROR (device dm-2): ocfs2_validate_inode_block: Invalid dinode #35: signature =", "fs_readonly"),
+    ("OCFS2: abort (device sdc1): ocfs2_commit_truncate: Inode 5123 has empty extent block at 3113", "fs_readonly"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -63,4 +91,8 @@ BENIGN = [
     "------------[ cut here ]------------",
     "sdb: sdb1 sdb2",
     "vmalloc : 0xffffb00000000000 - 0xffffd00000000000   (32768 GB)",
+    "nvme nvme0: Reconnecting in 10 seconds...",
+    "mlx5_core 0000:3b:00.0: mlx5_port_module_event:1133:(pid 0): Port module event: module 0, Cable unplugged",
+    "OCFS2 1.8.0",
+    "kmemleak: Kernel memory leak detector initialized (mem pool available: 15579)",
 ]
