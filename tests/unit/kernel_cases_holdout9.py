@@ -73,6 +73,27 @@ FAULTS = [
     # fs/ocfs2/super.c __ocfs2_error and __ocfs2_abort
     ("OCFS2: ERROR (device dm-2): ocfs2_validate_inode_block: Invalid dinode #35: signature =", "fs_readonly"),
     ("OCFS2: abort (device sdc1): ocfs2_commit_truncate: Inode 5123 has empty extent block at 3113", "fs_readonly"),
+    # the NIC and storage drivers' own reports next to them: i40e/ice tx_timeout, r8169's register waits,
+    # libata giving up NCQ, mpt3sas error handling, iSCSI connections and sessions
+    ("i40e 0000:3b:00.1 ens1f1: tx_timeout recovery level 2, txqueue 17", "other_fault"),
+    (
+        "ice 0000:ca:00.0 ens801f0np0: tx_timeout: VSI_num: 3, Q 9, NTC: 0x1f, HW_HEAD: 0x1f, NTU: 0x22, INT: 0x0",
+        "other_fault",
+    ),
+    ("r8169 0000:02:00.0 enp2s0: rtl_eriar_cond == 1 (loop: 100, delay: 100).", "other_fault"),
+    ("ata3.00: NCQ disabled due to excessive errors", "other_fault"),
+    (
+        "sd 4:0:7:0: attempting task abort!scmd(0x00000000a1b2c3d4), outstanding for 30208 ms & timeout 30000 ms",
+        "other_fault",
+    ),
+    ("sd 0:0:2:0: attempting device reset! scmd(ffff8817c1d1e580)", "other_fault"),
+    (" connection2:0: detected conn error (1020)", "other_fault"),
+    (
+        "connection1:0: ping timeout of 5 secs expired, recv timeout 5, last rx 4295233470, last ping 4295234720, "
+        "now 4295235972",
+        "other_fault",
+    ),
+    ("session3: session recovery timed out after 120 secs", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -95,4 +116,8 @@ BENIGN = [
     "mlx5_core 0000:3b:00.0: mlx5_port_module_event:1133:(pid 0): Port module event: module 0, Cable unplugged",
     "OCFS2 1.8.0",
     "kmemleak: Kernel memory leak detector initialized (mem pool available: 15579)",
+    "i40e 0000:3b:00.1 ens1f1: NIC Link is Up, 25 Gbps Full Duplex, Requested FEC: None, Negotiated FEC: None",
+    "sd 4:0:7:0: task abort: SUCCESS scmd(0x00000000a1b2c3d4)",
+    "scsi host7: iSCSI Initiator over TCP/IP",
+    "ata3.00: configured for UDMA/133",
 ]
