@@ -94,6 +94,21 @@ FAULTS = [
         "other_fault",
     ),
     ("session3: session recovery timed out after 120 secs", "other_fault"),
+    # debug kernels' reports of kernel bugs, as mailing-list threads quote them: lockdep before 4.9 and its
+    # helpers, list_debug's double add, percpu-refcount, debugobjects, kmemleak's leaked objects
+    ("[ INFO: possible circular locking dependency detected ]", "other_fault"),
+    ("[ INFO: inconsistent lock state ]", "other_fault"),
+    ("[ INFO: suspicious RCU usage. ]", "other_fault"),
+    ("INFO: trying to register non-static key.", "other_fault"),
+    ("DEBUG_LOCKS_WARN_ON(lock->magic != lock)", "other_fault"),
+    ("list_add double add: new=ffff8881076d1a00, prev=ffff8881076d1a00, next=ffff888103c4e2c8.", "other_fault"),
+    ("percpu ref (css_release) <= 0 (-1) after switching to atomic", "other_fault"),
+    (
+        "ODEBUG: free active (active state 0) object: ffff88810b9f4c28 object type: timer_list hint: "
+        "nvme_keep_alive_work+0x0/0x60 [nvme_core]",
+        "other_fault",
+    ),
+    ("unreferenced object 0xffff8881052c4e00 (size 256):", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -120,4 +135,7 @@ BENIGN = [
     "sd 4:0:7:0: task abort: SUCCESS scmd(0x00000000a1b2c3d4)",
     "scsi host7: iSCSI Initiator over TCP/IP",
     "ata3.00: configured for UDMA/133",
+    "ODEBUG: selftest passed",
+    "INFO: lockdep is turned off.",
+    "kmemleak: Automatic memory scanning thread ended",
 ]
