@@ -109,6 +109,10 @@ FAULTS = [
         "other_fault",
     ),
     ("unreferenced object 0xffff8881052c4e00 (size 256):", "other_fault"),
+    # user space's other OOM killer, earlyoom (journald-tagged, as systemd-oomd's); kernel/rcu/tasks.h's stall
+    ('earlyoom[812]: sending SIGTERM to process 4567 uid 1000 "python3": badness 912, VmRSS 30123 MiB', "oom"),
+    ("Mar  1 10:00:00 n1 earlyoom[812]: low memory! at or below SIGTERM limits: mem 10.00%, swap  5.00%", "oom"),
+    ("rcu_tasks_wait_gp: rcu_tasks_trace grace period number 73 (since boot) is 10015 jiffies old.", "soft_lockup"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -138,4 +142,6 @@ BENIGN = [
     "ODEBUG: selftest passed",
     "INFO: lockdep is turned off.",
     "kmemleak: Automatic memory scanning thread ended",
+    "earlyoom[812]: mem avail: 30000 of 64000 MiB (46.87%), swap free: 0 of 0 MiB ( 0.00%)",
+    "earlyoom v1.7",
 ]
