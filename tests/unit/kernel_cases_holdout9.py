@@ -113,6 +113,15 @@ FAULTS = [
     ('earlyoom[812]: sending SIGTERM to process 4567 uid 1000 "python3": badness 912, VmRSS 30123 MiB', "oom"),
     ("Mar  1 10:00:00 n1 earlyoom[812]: low memory! at or below SIGTERM limits: mem 10.00%, swap  5.00%", "oom"),
     ("rcu_tasks_wait_gp: rcu_tasks_trace grace period number 73 (since boot) is 10015 jiffies old.", "soft_lockup"),
+    # the NVIDIA driver's LEVEL_ERROR/LEVEL_FATAL formats of leaks, corruption, stuck interrupts and lockdowns
+    ("NVRM: GPU2 serverFreeResourceTree: Resource c1d00042 (Class 2080) has unfreed children!", "other_fault"),
+    ("NVRM: GPU0 ceutilsDestruct_IMPL: Leaked USERD mapping from ceUtils!", "other_fault"),
+    ("NVRM: GPU1 intrServiceStallList_IMPL: Interrupt is stuck. Bailing after 8 iterations.", "other_fault"),
+    (
+        "NVRM: GPU3 gpuHandleSecFault_GH100: SEC_FAULT lockdown detected. This is fatal. RM will now shut down.",
+        "other_fault",
+    ),
+    ("NVRM: _rmapiAllocHandle: channel cafe0001:0000000a: out of handles!", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
