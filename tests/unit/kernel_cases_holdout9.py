@@ -122,6 +122,11 @@ FAULTS = [
         "other_fault",
     ),
     ("NVRM: _rmapiAllocHandle: channel cafe0001:0000000a: out of handles!", "other_fault"),
+    # prefixes: a bare time as notes keep it, dmesg --time-format iso (comma, zone, no tag), before a format
+    # anchored at the message's start
+    ("19:14:02  task:python          state:D stack:0     pid:4411  ppid:1      flags:0x00000000", "hung_task"),
+    ("12:01:02.123456 kernel: Fatal Error PCI Express A1", "pcie_aer"),
+    ("2021-01-18T07:39:28,123456+01:00 task:rsync           state:D stack:0     pid:812   ppid:1", "hung_task"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
