@@ -127,6 +127,11 @@ FAULTS = [
     ("19:14:02  task:python          state:D stack:0     pid:4411  ppid:1      flags:0x00000000", "hung_task"),
     ("12:01:02.123456 kernel: Fatal Error PCI Express A1", "pcie_aer"),
     ("2021-01-18T07:39:28,123456+01:00 task:rsync           state:D stack:0     pid:812   ppid:1", "hung_task"),
+    # drivers/md: an array assembled degraded (fewer members active than it has), a read redirected to a mirror
+    ("md/raid:md0: raid level 5 active with 3 out of 4 devices, algorithm 2", "other_fault"),
+    ("md/raid1:md127: active with 1 out of 2 mirrors", "other_fault"),
+    ("md/raid10:md2: active with 11 out of 12 devices", "other_fault"),
+    ("md/raid1:md0: redirecting sector 1953 to other mirror: sdb1", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -158,4 +163,8 @@ BENIGN = [
     "kmemleak: Automatic memory scanning thread ended",
     "earlyoom[812]: mem avail: 30000 of 64000 MiB (46.87%), swap free: 0 of 0 MiB ( 0.00%)",
     "earlyoom v1.7",
+    "md/raid:md0: raid level 6 active with 8 out of 8 devices, algorithm 2",
+    "md/raid1:md127: active with 2 out of 2 mirrors",
+    "md/raid10:md2: active with 12 out of 12 devices",
+    "sd 2:0:0:0: [sdb] No Caching mode page found",
 ]
