@@ -95,7 +95,7 @@ FAULTS = [
     ),
     ("session3: session recovery timed out after 120 secs", "other_fault"),
     # debug kernels' reports of kernel bugs, as mailing-list threads quote them: lockdep before 4.9 and its
-    # helpers, list_debug's double add, percpu-refcount, debugobjects, kmemleak's leaked objects
+    # helpers, list_debug's double add, percpu-refcount, debugobjects
     ("[ INFO: possible circular locking dependency detected ]", "other_fault"),
     ("[ INFO: inconsistent lock state ]", "other_fault"),
     ("[ INFO: suspicious RCU usage. ]", "other_fault"),
@@ -108,7 +108,6 @@ FAULTS = [
         "nvme_keep_alive_work+0x0/0x60 [nvme_core]",
         "other_fault",
     ),
-    ("unreferenced object 0xffff8881052c4e00 (size 256):", "other_fault"),
     # user space's other OOM killer, earlyoom (journald-tagged, as systemd-oomd's); kernel/rcu/tasks.h's stall
     ('earlyoom[812]: sending SIGTERM to process 4567 uid 1000 "python3": badness 912, VmRSS 30123 MiB', "oom"),
     ("Mar  1 10:00:00 n1 earlyoom[812]: low memory! at or below SIGTERM limits: mem 10.00%, swap  5.00%", "oom"),
