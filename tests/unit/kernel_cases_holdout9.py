@@ -131,6 +131,14 @@ FAULTS = [
     ("md/raid1:md127: active with 1 out of 2 mirrors", "other_fault"),
     ("md/raid10:md2: active with 11 out of 12 devices", "other_fault"),
     ("md/raid1:md0: redirecting sector 1953 to other mirror: sdb1", "other_fault"),
+    # the IOMMUs' other fault records: Intel's interrupt-remapping faults and double mappings, AMD's stall
+    (
+        "DMAR: [INTR-REMAP] Request device [f0:1f.0] fault index 0x0 [fault reason 0x25] Blocked a compatibility "
+        "format interrupt request",
+        "other_fault",
+    ),
+    ("DMAR: ERROR: DMA PTE for vPFN 0x7ff01 already set (to 3fe12003 not 1c8a4003)", "other_fault"),
+    ("AMD-Vi: Completion-Wait loop timed out", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -166,4 +174,7 @@ BENIGN = [
     "md/raid1:md127: active with 2 out of 2 mirrors",
     "md/raid10:md2: active with 12 out of 12 devices",
     "sd 2:0:0:0: [sdb] No Caching mode page found",
+    "DMAR-IR: Enabled IRQ remapping in x2apic mode",
+    "DMAR: Intel(R) Virtualization Technology for Directed I/O",
+    "AMD-Vi: Interrupt remapping enabled",
 ]
