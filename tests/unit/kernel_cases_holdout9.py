@@ -139,6 +139,18 @@ FAULTS = [
     ),
     ("DMAR: ERROR: DMA PTE for vPFN 0x7ff01 already set (to 3fe12003 not 1c8a4003)", "other_fault"),
     ("AMD-Vi: Completion-Wait loop timed out", "other_fault"),
+    # old kernels' formats of families already known (forums quote 2.6 logs): mce_64.c print_mce's head and tail,
+    # ext3_abort, jbd's IO errors, 2.6.18's sense printing, early libata's translated status, sunrpc's sendmsg
+    ("HARDWARE ERROR", "mce_edac"),
+    ("This is not a software problem!", "mce_edac"),
+    ("Run through mcelog --ascii to decode and contact your hardware vendor", "mce_edac"),
+    ("ext3_abort called.", "fs_readonly"),
+    ("JBD: Detected IO errors while flushing file data on dm-3", "other_fault"),
+    ("sdc: Current: sense key: Medium Error", "other_fault"),
+    ("sdb: Current [descriptor]: sense key: Aborted Command", "other_fault"),
+    ("    Additional sense: Unrecovered read error - auto reallocate failed", "other_fault"),
+    ("ata4: translated ATA stat/err 0x41/40 to SCSI SK/ASC/ASCQ 0x3/11/04", "other_fault"),
+    ("RPC: sendmsg returned unrecognized error 113", "nfs"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -177,4 +189,8 @@ BENIGN = [
     "DMAR-IR: Enabled IRQ remapping in x2apic mode",
     "DMAR: Intel(R) Virtualization Technology for Directed I/O",
     "AMD-Vi: Interrupt remapping enabled",
+    "sdc: Current: sense key: Unit Attention",
+    "    Additional sense: Power on, reset, or bus device reset occurred",
+    "kjournald starting.  Commit interval 5 seconds",
+    "mcelog: failed to prefill DIMM database from DMI data",
 ]
