@@ -151,6 +151,14 @@ FAULTS = [
     ("    Additional sense: Unrecovered read error - auto reallocate failed", "other_fault"),
     ("ata4: translated ATA stat/err 0x41/40 to SCSI SK/ASC/ASCQ 0x3/11/04", "other_fault"),
     ("RPC: sendmsg returned unrecognized error 113", "nfs"),
+    ("python: page allocation failure. order:2, mode:0x4020", "oom"),
+    ("CPU12: Temperature above threshold, cpu clock throttled (total events = 8)", "mce_edac"),
+    ("Badness in dev_watchdog at net/sched/sch_generic.c:215", "other_fault"),
+    ("APIC error on CPU3: 40(40)", "other_fault"),
+    ("raid1: sdc2: rescheduling sector 48072", "other_fault"),
+    ("raid5: read error not correctable (sector 9012 on sdd1).", "other_fault"),
+    ("raid5: raid level 6 set md2 active with 6 out of 8 devices, algorithm 2", "other_fault"),
+    ("raid1: raid set md1 active with 1 out of 2 mirrors", "other_fault"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
@@ -193,4 +201,8 @@ BENIGN = [
     "    Additional sense: Power on, reset, or bus device reset occurred",
     "kjournald starting.  Commit interval 5 seconds",
     "mcelog: failed to prefill DIMM database from DMI data",
+    "raid6: avx2x4   gen() 12345 MB/s",
+    "raid6: using avx2x2 recovery algorithm",
+    "raid5: raid level 5 set md0 active with 4 out of 4 devices, algorithm 2",
+    "CPU12: Temperature/speed normal",
 ]
