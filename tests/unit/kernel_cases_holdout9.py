@@ -159,6 +159,7 @@ FAULTS = [
     ("raid5: read error not correctable (sector 9012 on sdd1).", "other_fault"),
     ("raid5: raid level 6 set md2 active with 6 out of 8 devices, algorithm 2", "other_fault"),
     ("raid1: raid set md1 active with 1 out of 2 mirrors", "other_fault"),
+    ("pciehp 0000:00:1c.2:pcie04: Link Training Error occurs", "pcie_link"),
 ]
 
 # The Xid read from the line without '(PCI:…)': the code, and no device.
