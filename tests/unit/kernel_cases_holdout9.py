@@ -121,6 +121,13 @@ FAULTS = [
         "other_fault",
     ),
     ("NVRM: _rmapiAllocHandle: channel cafe0001:0000000a: out of handles!", "other_fault"),
+    # kernel-open's own error prints (nv.c, nv-pci.c, os-interface.c): a probe or open that failed
+    ("NVRM: GPU 0000:af:00.0: Tried to get IRQ 142, but another driver", "other_fault"),
+    ("NVRM: open of non-existent GPU with minor number 7", "other_fault"),
+    ("NVRM: GPU 0000:18:00.0: Minor device 2 is referenced without being open!", "other_fault"),
+    ("NVRM: No NVIDIA PCI devices found.", "other_fault"),
+    ("NVRM: os_flush_work_queue: attempted to execute passivework from an atomic or interrupt context.", "other_fault"),
+    ("NVRM: os_map_kernel_space: won't map address 0xfe000000 UC!", "other_fault"),
     # prefixes: a bare time as notes keep it, dmesg --time-format iso (comma, zone, no tag), before a format
     # anchored at the message's start
     ("19:14:02  task:python          state:D stack:0     pid:4411  ppid:1      flags:0x00000000", "hung_task"),
