@@ -10,6 +10,7 @@ from producers.kernel import classify
 from tests.unit import kernel_cases_holdout4_5 as holdout4_5
 from tests.unit import kernel_cases_holdout6 as holdout6
 from tests.unit import kernel_cases_holdout7 as holdout7
+from tests.unit import kernel_cases_holdout9 as holdout9
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -367,8 +368,8 @@ BENIGN = [
 
 
 # The later passes' cases (tests/unit/kernel_cases_*.py: the families each unseen set showed missing) run here too.
-ALL_FAULTS = FAULTS + holdout4_5.FAULTS + holdout6.FAULTS + holdout7.FAULTS
-ALL_BENIGN = BENIGN + holdout4_5.BENIGN + holdout6.BENIGN + holdout7.BENIGN
+ALL_FAULTS = FAULTS + holdout4_5.FAULTS + holdout6.FAULTS + holdout7.FAULTS + holdout9.FAULTS
+ALL_BENIGN = BENIGN + holdout4_5.BENIGN + holdout6.BENIGN + holdout7.BENIGN + holdout9.BENIGN
 
 
 @pytest.mark.parametrize(("line", "kind"), ALL_FAULTS)
@@ -384,3 +385,9 @@ def test_the_same_families_informational_lines_are_no_fault(line: str) -> None:
 def test_an_xid_is_read_whatever_the_spacing() -> None:
     found = classify(ODD_XID)
     assert (found.kind, found.xid, found.pci_bus_id) == ("xid", 48, "0000:86:00.0")
+
+
+def test_an_xid_without_its_pci_part_keeps_its_code() -> None:
+    line, code = holdout9.BARE_XID
+    found = classify(line)
+    assert (found.kind, found.xid, found.pci_bus_id) == ("xid", code, None)
