@@ -70,6 +70,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: ("/unit/" not in item.nodeid, took.get(item.nodeid, float("inf"))))
 
 
+_uncollected: list[str] = []  # test modules that failed to import
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _uncollected.append(report.nodeid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> object:
+    """Under `just mutate`, a mutant that breaks a test module's import (its catalog is loaded at import:
+    ``CAT = load()``) leaves pytest unable to find the node ids mutmut named: a usage error (exit 4), which
+    mutmut's harness raises on and files as "timeout". Tests failed: say so (exit 1, killed)."""
+    try:
+        return (yield)
+    except pytest.UsageError:
+        if os.environ.get("MUTANT_UNDER_TEST") in (None, "", "stats") or not _uncollected:
+            raise
+        raise session.Failed(f"cannot import {', '.join(_uncollected)}") from None
+
+
 @pytest.fixture(autouse=True)
 def _uncached_under_mutmut_stats() -> None:
     """`just mutate` runs a mutant against the tests that called its function when mutmut collected which

@@ -106,6 +106,7 @@ async def test_restart_and_rotation_read_every_kernel_line_exactly_once(
     events = await stream_events(js)
     assert sorted(e.message for e in events) == sorted(xid_line(i) for i in range(1, 81))
     assert len({e.id for e in events}) == 80 and {e.source for e in events} == {"journald"}
+    assert {e.boot_id for e in events} == {BOOT} and {e.boot_time for e in events} == {0}, "not this boot's: unknown"
 
 
 async def test_follows_a_journal_as_it_grows(journal_remote: str, tmp_path: Path, identity: NodeIdentity) -> None:

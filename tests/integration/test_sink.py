@@ -217,6 +217,29 @@ def test_a_batch_of_incident_updates_redelivered_adds_no_row_whatever_its_order(
     assert latest == (3, 9)
 
 
+def test_a_batch_keeps_each_incidents_newest_update_whichever_comes_first(store: Store) -> None:
+    def update(id: str, seq: int, count: int) -> list[Any]:
+        return incident_row(msgspec.structs.replace(incident(seq, count), id=id))
+
+    batch = [update("a", 2, 5), update("a", 1, 3), update("b", 1, 3), update("b", 2, 5)]
+    assert store.insert_incidents(batch) == 2
+    stored = store.client.query(f"SELECT id, seq, count FROM {store.database}.incidents ORDER BY id").result_rows
+    assert stored == [("a", 2, 5), ("b", 2, 5)]
+
+
+def test_a_read_only_store_creates_nothing(chdb_path: Path) -> None:
+    """gpuctl reading the sink's store: a database name mistyped is an error to see, never a new empty store."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    s = Store(f"chdb://{chdb_path}", database=name, read_only=True)
+    try:
+        s.connect()
+        assert s.client.query("SELECT count() FROM system.databases WHERE name = {n:String}",
+                              parameters={"n": name}).result_rows == [(0,)]  # fmt: skip
+    finally:
+        s.client.command(f"DROP DATABASE IF EXISTS {name}")
+        s.close()
+
+
 def test_a_store_never_connected_connects_on_its_first_insert_or_query(chdb_path: Path) -> None:
     """ClickHouse away when the sink started: its first insert (or a gpuctl query) is what connects."""
     values = {"power_w": 300.0, "temperature_gpu_c": 40.0}
