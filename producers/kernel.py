@@ -88,8 +88,9 @@ _ANGLE_PRIO = re.compile(r"^<(?P<prio>\d+)>")
 _DMESG_X = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*:\s*")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 # "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
-# "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start.
-_BRACKET_TIME = re.compile(r"^\[[^\[\]]*\d[^\[\]]*\]\s*")
+# "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start; not lockdep's
+# old banner "[ BUG: %s/%d still has locks held! ]", which is the message.
+_BRACKET_TIME = re.compile(r"^\[(?! (?:INFO|BUG): )[^\[\]]*\d[^\[\]]*\]\s*")
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
 # language ("jan.", "фев", "8月"), an optional leading year.
 _SYSLOG = re.compile(
