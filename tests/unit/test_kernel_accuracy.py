@@ -23,6 +23,10 @@
   benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout7.py). Its two benign lines
   flagged are labelled faults by earlier sets ('Tasks state (memory values in pages):' oom in holdout, the
   NVLink 'shutdown all links unilaterally' nvlink in holdout6): the labels disagree, the rules stay.
+- tests/data/kernel_lines_holdout10.jsonl: newer sources again, scored once unseen (84.1% detected, 3 of 102
+  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout10.py). It calls an mlx5 Ethernet
+  netdev's 'Link down' benign, as the corpus does any Ethernet port's, where extra labels one infiniband: extra
+  keeps its label and counts it a miss.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ HOLDOUT5 = DATA / "kernel_lines_holdout5.jsonl"
 HOLDOUT6 = DATA / "kernel_lines_holdout6.jsonl"
 HOLDOUT7 = DATA / "kernel_lines_holdout7.jsonl"
 HOLDOUT8 = DATA / "kernel_lines_holdout8.jsonl"
+HOLDOUT10 = DATA / "kernel_lines_holdout10.jsonl"
 DISPUTED = {
     HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
     HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
@@ -76,7 +81,7 @@ def test_the_corpus_is_all_right() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8],
+    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT10],
     ids=[
         "corpus",
         "extra",
@@ -88,6 +93,7 @@ def test_the_corpus_is_all_right() -> None:
         "holdout6",
         "holdout7",
         "holdout8",
+        "holdout10",
     ],
 )
 def test_the_floors_hold(path: Path) -> None:
