@@ -37,6 +37,13 @@ FAULTS = [
     ("slab error in kmem_cache_destroy(): cache `nfs_direct_cache': Can't free all objects", "other_fault"),
     ("kmem_cache_destroy fuse_request: Slab cache still has objects", "other_fault"),
     ("kmemleak: 3 new suspected memory leaks (see /sys/kernel/debug/kmemleak)", "other_fault"),
+    ("slab: double free detected in cache 'kmalloc-128', objp ffff88003d1a3d40", "other_fault"),
+    # lib/debugobjects.c: an object freed or re-initialised in the wrong state
+    (
+        "ODEBUG: free active (active state 0) object type: timer_list hint: delayed_work_timer_fn+0x0/0x20",
+        "other_fault",
+    ),
+    ("ODEBUG: object ffffc90000b3fd60 is on stack ffffc90000b3c000, but NOT annotated.", "other_fault"),
     # net/core/dev.c netdev_wait_allrefs: a device whose references never drop (its namespace hangs)
     ("unregister_netdevice: waiting for eth0 to become free. Usage count = 3", "other_fault"),
     (
@@ -60,6 +67,9 @@ FAULTS = [
     ),
     ("rcu: \tPossible timer handling issue on cpu=12 timer-softirq=44123", "soft_lockup"),
     ("INFO: Stall ended before state dump start", "soft_lockup"),
+    # 2.6.2x-2.6.32 (rcuclassic.c, the first rcutree.c)
+    ("<3>INFO: RCU detected CPU 1 stall (t=4295892113/2500 jiffies)", "soft_lockup"),
+    ("INFO: RCU detected CPU stalls: 1 3 (detected by 0, t=2502 jiffies)", "soft_lockup"),
     # drivers/infiniband/hw/efa/efa_com.c: the EFA device stopped answering its admin queue
     (
         "efa 0000:00:1d.0 rdmap0s29: The device sent a completion but the driver didn't receive any MSI-X "
@@ -76,6 +86,7 @@ FAULTS = [
         "infiniband",
     ),
     ("infiniband efa_0: Admin queue is closed", "infiniband"),
+    ("efa 0000:00:1d.0: Failed to create eq[3] err -12", "infiniband"),
     # NVIDIA crashcat_report_v1.c: the GSP crash report's packets and their data lines ('NVRM: ' and indents)
     ("NVRM:     RISC-V GPR State:", "gsp"),
     (
@@ -94,6 +105,8 @@ FAULTS = [
     ("NVRM:         0x00000400:0x00000001   0x00000404:0x00000000", "gsp"),
     ("NVRM:     Reported by partition:1 ucode:0 [S-mode] version:3 @ 1234567", "gsp"),
     ("NVRM:     ------------[ end crash report ]------------", "gsp"),
+    # the report's first line without an Xid (a watchdog's), the engine's name before libos3's source format
+    ("GSP kernel watchdog timeout @ pc:0x10234c, partition:2#0, task:1", "gsp"),
 ]
 
 BENIGN = [
@@ -120,5 +133,7 @@ BENIGN = [
     "SLUB: HWalign=64, Order=0-3, MinObjects=0, CPUs=32, Nodes=2",
     "kmemleak: Kernel memory leak detector initialized (mem pool available: 15782)",
     "efa 0000:00:1d.0: enabling device (0010 -> 0012)",
+    "ODEBUG: Out of memory. ODEBUG disabled",
+    "rcu: Stack dump where RCU GP kthread last ran:",
     "NVRM:     GPU0 GSP-RM firmware version 550.54.15",
 ]
