@@ -23,6 +23,8 @@ FAULTS = [
     ("kernel/sched/core.c:8521 Illegal synchronize_rcu() in RCU read-side critical section!", "other_fault"),
     ("include/linux/rculist.h:43 RCU-list traversed in non-reader section!!", "other_fault"),
     ("kernel/rcu/tree.c:735 rcu_read_lock() used illegally while idle!", "other_fault"),
+    ("kernel/workqueue.c:701 RCU or wq_pool_mutex should be held!", "other_fault"),
+    ("include/linux/cgroup.h:501 cgroup_mutex or RCU read lock required!", "other_fault"),
     # register_lock_class: a lock used before it was initialised
     ("[   41.883912] INFO: trying to register non-static key.", "other_fault"),
     # mm/slub.c slab_bug 'BUG %s (%s): %pV' (before 3.x 'BUG %s: %s'), any cache and any report
