@@ -29,6 +29,10 @@
   'Powering off due to button press' pcie_link, where extra and holdout2 label the same button formats
   (pciehp's 'Button press: will power on', shpchp's 'powering off due to button press') benign: an operator's
   request, not a failure; the rules stay.
+- tests/data/kernel_lines_holdout10.jsonl: newer sources again, scored once unseen (84.1% detected, 3 of 102
+  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout10.py). It calls an mlx5 Ethernet
+  netdev's 'Link down' benign, as the corpus does any Ethernet port's, where extra labels one infiniband: extra
+  keeps its label and counts it a miss.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ HOLDOUT6 = DATA / "kernel_lines_holdout6.jsonl"
 HOLDOUT7 = DATA / "kernel_lines_holdout7.jsonl"
 HOLDOUT8 = DATA / "kernel_lines_holdout8.jsonl"
 HOLDOUT9 = DATA / "kernel_lines_holdout9.jsonl"
+HOLDOUT10 = DATA / "kernel_lines_holdout10.jsonl"
 DISPUTED = {
     HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
     HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
@@ -84,7 +89,7 @@ def test_the_corpus_is_all_right() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT9],
+    [CORPUS, EXTRA, EXTRA2, HOLDOUT2, HOLDOUT3, HOLDOUT4, HOLDOUT5, HOLDOUT6, HOLDOUT7, HOLDOUT8, HOLDOUT9, HOLDOUT10],
     ids=[
         "corpus",
         "extra",
@@ -97,6 +102,7 @@ def test_the_corpus_is_all_right() -> None:
         "holdout7",
         "holdout8",
         "holdout9",
+        "holdout10",
     ],
 )
 def test_the_floors_hold(path: Path) -> None:
