@@ -1,0 +1,90 @@
+"""Kernel log events through the rules engine: SXids, the kernel's own faults, Xid 154 and the NVLink Xids,
+and faults from a boot already left."""
+
+from __future__ import annotations
+
+from gpuhealth.events import Event, HealthState, NvlinkDetail
+from rules.engine import apply_all
+from rules.state import NodeState
+from tests.unit.test_rules_table import CAT, incidents_of, kernel
+
+GPU, OTHER, SWITCH = "0000:18:00.0", "0000:19:00.0", "0000:c8:00.0"
+SXID = "accelerator-nvidia-error-sxid"
+
+
+def states_of(events: list[Event]) -> list[tuple[str, str, str, list[str], str, str | None]]:
+    state: NodeState | None = None
+    out: list[HealthState] = []
+    for ev in events:
+        state, changes, _ = apply_all(state, ev, CAT)
+        out += changes
+    return [(h.component, h.entity, h.health, list(h.repair_actions), h.reason, h.pci_bus_id) for h in out]
+
+
+def test_an_sxid_is_its_catalog_rows_state_and_incident_and_an_unknown_one_is_kept_as_unrecognised() -> None:
+    events: list[Event] = [kernel("sxid", 0, sxid=12028, pci_bus_id=SWITCH, count=3), kernel("sxid", 0.1, sxid=99999)]
+    assert states_of(events) == [
+        (SXID, SWITCH, "Unhealthy", ["REBOOT_SYSTEM"], "SXid 12028: egress nonposted PRIV error", SWITCH),
+        (SXID, "unknown", "Degraded", ["CHECK_USER_APP_AND_GPU"], "unrecognised SXid 99999", None),
+    ]
+    assert [(i.code, i.entity, i.severity, i.count, i.pci_bus_id) for i in incidents_of(events)] == [
+        ("sxid:12028", SWITCH, "Fatal", 3, SWITCH), ("sxid:99999", "unknown", "Unknown", 1, None),
+    ]  # fmt: skip
+
+
+def test_a_kernel_fault_is_on_the_node_or_on_its_gpu_and_quotes_its_line_where_the_line_says_more() -> None:
+    line = "EXT4-fs (sda1): Remounting filesystem read-only " + "x" * 300
+    events: list[Event] = [
+        kernel("fs_readonly", 0, message=line, count=2),
+        kernel("gsp", 0.1, pci_bus_id=GPU, message="NVRM: GSP timeout", count=4),
+        kernel("gpu_fallen_off_bus", 0.2, pci_bus_id=OTHER, message="NVRM: GPU 0000:19:00.0: has fallen off the bus."),
+        kernel("gsp", 0.3, message="NVRM: GSP timeout, no GPU named"),
+    ]
+    states = states_of(events)
+    disk = states[0]
+    assert disk[:4] == ("disk", "n1", "Unhealthy", ["REBOOT_SYSTEM"]) and disk[5] is None
+    assert disk[4].startswith(f"filesystem read-only: {line[:100]}")
+    assert len(disk[4]) == len("filesystem read-only: ") + 160, "a line quoted in a reason is clipped to 160"
+    assert states[1:] == [
+        ("accelerator-nvidia-gsp", GPU, "Unhealthy", ["REBOOT_SYSTEM"], "GSP firmware error: NVRM: GSP timeout", GPU),
+        ("accelerator-nvidia-error-xid", OTHER, "Unhealthy", ["REBOOT_SYSTEM"], "GPU has fallen off the bus", OTHER),
+        ("accelerator-nvidia-gsp", "unknown", "Unhealthy", ["REBOOT_SYSTEM"],
+         "GSP firmware error: NVRM: GSP timeout, no GPU named", None),
+    ]  # fmt: skip
+    assert [(i.code, i.entity, i.count) for i in incidents_of(events)] == [
+        ("fs_readonly", "n1", 2), ("gsp", GPU, 4), ("fallen_off_bus", OTHER, 1), ("gsp", "unknown", 1),
+    ]  # fmt: skip
+
+
+def test_a_fault_a_reboot_clears_from_a_boot_already_left_is_an_incident_and_no_state() -> None:
+    events: list[Event] = [
+        kernel("oom", 0, boot="b1"), kernel("oom", 1, boot="b2"),  # the node rebooted
+        kernel("sxid", 2, boot="b1", sxid=20034, pci_bus_id=SWITCH), kernel("fs_readonly", 2.1, boot="b1"),
+        kernel("gsp", 2.2, boot="b1", pci_bus_id=GPU),
+    ]  # fmt: skip
+    assert states_of(events) == []
+    assert [i.code for i in incidents_of(events)] == ["sxid:20034", "fs_readonly", "gsp"]
+
+
+def test_xid_154_takes_the_recovery_action_printed_and_a_reset_for_one_it_does_not_know() -> None:
+    printed = "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x9 (Something New)"
+    assert states_of([kernel("xid", 0, xid=154, pci_bus_id=GPU, message=printed)]) == [
+        ("accelerator-nvidia-error-xid", GPU, "Unhealthy", ["RESET_GPU"],
+         "Xid 154: GPU recovery action changed to Something New", GPU),
+    ]  # fmt: skip
+
+
+def test_the_nvlink_decode_applies_to_xids_144_to_150_that_say_their_fatality() -> None:
+    """A unit the decode rules do not name: a reset if printed fatal, nothing if not. Outside 144-150, or
+    with no detail (NVML's report), the catalog's row decides."""
+
+    def first_actions(code: int, fatal: bool | None) -> list[list[str]]:
+        detail = None if fatal is None else NvlinkDetail(subcode=1, unit="NOT_A_DECODED_UNIT", fatal=fatal)
+        return [s[3] for s in states_of([kernel("xid", 0, xid=code, pci_bus_id=GPU, nvlink=detail)])]
+
+    assert [first_actions(code, fatal) for code in (144, 150) for fatal in (True, False)] == [
+        [["RESET_GPU"]], [], [["RESET_GPU"]], [],
+    ]  # fmt: skip
+    assert first_actions(143, False) == [["HARDWARE_INSPECTION"]]
+    assert first_actions(151, False) == [["REBOOT_SYSTEM"]]
+    assert first_actions(149, None) == [["REBOOT_SYSTEM"]]
