@@ -3,8 +3,10 @@ and faults from a boot already left."""
 
 from __future__ import annotations
 
-from gpuhealth.events import Event, HealthState, NvlinkDetail
-from rules.engine import apply_all
+import msgspec
+
+from gpuhealth.events import Event, GpuInfo, HealthState, Inventory, KernelEvent, NvlinkDetail
+from rules.engine import apply_all, apply_inventory
 from rules.state import NodeState
 from tests.unit.test_rules_table import CAT, incidents_of, kernel
 
@@ -88,3 +90,36 @@ def test_the_nvlink_decode_applies_to_xids_144_to_150_that_say_their_fatality() 
     assert first_actions(143, False) == [["HARDWARE_INSPECTION"]]
     assert first_actions(151, False) == [["REBOOT_SYSTEM"]]
     assert first_actions(149, None) == [["REBOOT_SYSTEM"]]
+
+
+def test_an_incident_says_which_machine_boot_gpu_and_events_it_comes_from() -> None:
+    inv = Inventory(id="i1", time=1, cluster="c", node="n1", boot_id="b1", source="nvml", component="inventory",
+                    gpus=[GpuInfo(index=0, pci_bus_id=GPU, uuid="GPU-aaaa")])  # fmt: skip
+    events = [kernel("xid", 0, xid=79, pci_bus_id=GPU, machine_id="m" * 32), kernel("xid", 0.1, xid=79)]
+    state, _, [on_gpu] = apply_all(apply_inventory(None, inv), events[0], CAT)
+    _, _, [no_gpu_named] = apply_all(state, events[1], CAT)
+    assert (on_gpu.source, on_gpu.machine_id, on_gpu.boot_id, on_gpu.entity, on_gpu.pci_bus_id, on_gpu.gpu_uuid,
+            on_gpu.event_ids) == ("rules", "m" * 32, "b1", GPU, GPU, "GPU-aaaa", [events[0].id])  # fmt: skip
+    assert (no_gpu_named.entity, no_gpu_named.pci_bus_id, no_gpu_named.gpu_uuid) == ("unknown", None, None)
+
+
+def test_an_nvlink_xid_says_its_unit_and_fatality_and_only_a_fatal_one_climbs_to_an_inspection() -> None:
+    def nvlink(minute: float, boot: str, unit: str, fatal: bool) -> KernelEvent:
+        return kernel("xid", minute, boot=boot, xid=149, pci_bus_id=GPU,
+                      nvlink=NvlinkDetail(subcode=1, unit=unit, fatal=fatal))  # fmt: skip
+
+    boots = [(60.0 * n, f"b{n}") for n in range(1, 4)]  # seen on three boots: the ladder's second rung
+    fatal = [nvlink(t, b, "NOT_A_DECODED_UNIT", True) for t, b in boots]
+    assert [s[3:5] for s in states_of(fatal)][-1] == (
+        ["HARDWARE_INSPECTION"], "Xid 149: NVLINK: NETIR Error (NOT_A_DECODED_UNIT, fatal) (seen on 3 boots: escalated)",
+    )  # fmt: skip
+    assert states_of([nvlink(t, b, "", False) for t, b in boots]) == [], "nothing to do, however often"
+    [nonfatal] = incidents_of([nvlink(0, "b1", "", False)])
+    assert nonfatal.reason == "Xid 149: NVLINK: NETIR Error (unit not printed, non-fatal)"
+
+
+def test_an_occurrence_a_whole_incident_window_after_the_last_is_still_that_incident() -> None:
+    first = kernel("xid", 0, xid=79, pci_bus_id=GPU)
+    again = msgspec.structs.replace(first, id="again", time=first.time + CAT.limits.incident.window_s * 10**9)
+    events: list[Event] = [first, again]
+    assert [(i.count, i.seq) for i in incidents_of(events)] == [(1, 1), (2, 2)]
