@@ -123,3 +123,12 @@ def test_an_occurrence_a_whole_incident_window_after_the_last_is_still_that_inci
     again = msgspec.structs.replace(first, id="again", time=first.time + CAT.limits.incident.window_s * 10**9)
     events: list[Event] = [first, again]
     assert [(i.count, i.seq) for i in incidents_of(events)] == [(1, 1), (2, 2)]
+
+
+def test_an_incident_keeps_the_ids_of_its_last_8_events_and_the_severity_its_first_rung_implies() -> None:
+    events: list[Event] = [kernel("gsp", n / 60, pci_bus_id=GPU) for n in range(10)]
+    *_, latest = incidents_of(events)
+    assert (latest.count, latest.severity) == (10, "Unhealthy")  # a reboot, then an inspection: Unhealthy
+    assert latest.event_ids == [e.id for e in events[-8:]]
+    [first] = incidents_of(events[:1])
+    assert first.event_ids == [events[0].id]
