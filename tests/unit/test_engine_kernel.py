@@ -132,3 +132,8 @@ def test_an_incident_keeps_the_ids_of_its_last_8_events_and_the_severity_its_fir
     assert latest.event_ids == [e.id for e in events[-8:]]
     [first] = incidents_of(events[:1])
     assert first.event_ids == [events[0].id]
+
+
+def test_a_fault_from_an_event_that_names_no_boot_takes_the_first_rung() -> None:
+    """The ladder climbs with the boots a fault was seen on; none known is no climb (not its last rung)."""
+    assert [s[3] for s in states_of([kernel("xid", 0, boot="", xid=79, pci_bus_id=GPU)])] == [["REBOOT_SYSTEM"]]
