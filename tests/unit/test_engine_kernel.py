@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from gpuhealth.events import Event, GpuInfo, HealthState, Inventory, KernelEvent, NvlinkDetail
-from rules.engine import apply_all, apply_inventory
+from rules.engine import apply, apply_all, apply_inventory
 from rules.state import NodeState
 from tests.unit.test_rules_table import CAT, incidents_of, kernel
 
@@ -137,3 +137,13 @@ def test_an_incident_keeps_the_ids_of_its_last_8_events_and_the_severity_its_fir
 def test_a_fault_from_an_event_that_names_no_boot_takes_the_first_rung() -> None:
     """The ladder climbs with the boots a fault was seen on; none known is no climb (not its last rung)."""
     assert [s[3] for s in states_of([kernel("xid", 0, boot="", xid=79, pci_bus_id=GPU)])] == [["REBOOT_SYSTEM"]]
+
+
+def test_a_state_names_its_machine_boot_and_event_and_its_id_is_its_nodes_own() -> None:
+    """Two nodes' agents may publish the same record at the same moment with the same event id (a derived id
+    of a clock that starts alike): the states' ids must still differ, or JetStream keeps one of them."""
+    ev = kernel("xid", 0, xid=79, pci_bus_id=GPU, machine_id="m" * 32)
+    _, [here] = apply(None, ev, CAT)
+    _, [there] = apply(None, msgspec.structs.replace(ev, node="n2", machine_id="k" * 32), CAT)
+    assert (here.node, here.machine_id, here.boot_id, here.event_ids) == ("n1", "m" * 32, "b1", [ev.id])
+    assert there.node == "n2" and there.id != here.id
