@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import msgspec
 
-from gpuhealth.events import Event, GpuInfo, HealthState, Inventory, KernelEvent, NvlinkDetail
+from gpuhealth.events import Event, GpuInfo, HealthState, HostEvent, Inventory, KernelEvent, NvlinkDetail
 from rules.engine import apply, apply_all, apply_inventory
-from rules.state import NodeState
-from tests.unit.test_rules_table import CAT, incidents_of, kernel
+from rules.state import NodeState, decode_state, encode_state
+from tests.unit.test_rules_table import CAT, incidents_of, kernel, nvml
 
 GPU, OTHER, SWITCH = "0000:18:00.0", "0000:19:00.0", "0000:c8:00.0"
 SXID = "accelerator-nvidia-error-sxid"
 
 
-def states_of(events: list[Event]) -> list[tuple[str, str, str, list[str], str, str | None]]:
+def changes_of(events: list[Event]) -> list[HealthState]:
     state: NodeState | None = None
     out: list[HealthState] = []
     for ev in events:
         state, changes, _ = apply_all(state, ev, CAT)
         out += changes
-    return [(h.component, h.entity, h.health, list(h.repair_actions), h.reason, h.pci_bus_id) for h in out]
+    return out
+
+
+def states_of(events: list[Event]) -> list[tuple[str, str, str, list[str], str, str | None]]:
+    return [
+        (h.component, h.entity, h.health, list(h.repair_actions), h.reason, h.pci_bus_id) for h in changes_of(events)
+    ]
 
 
 def test_an_sxid_is_its_catalog_rows_state_and_incident_and_an_unknown_one_is_kept_as_unrecognised() -> None:
@@ -123,6 +129,8 @@ def test_an_occurrence_a_whole_incident_window_after_the_last_is_still_that_inci
     again = msgspec.structs.replace(first, id="again", time=first.time + CAT.limits.incident.window_s * 10**9)
     events: list[Event] = [first, again]
     assert [(i.count, i.seq) for i in incidents_of(events)] == [(1, 1), (2, 2)]
+    later = msgspec.structs.replace(again, id="later", time=again.time + 1)
+    assert [(i.count, i.seq) for i in incidents_of([first, later])] == [(1, 1), (1, 1)], "1 ns past it: a new one"
 
 
 def test_an_incident_keeps_the_ids_of_its_last_8_events_and_the_severity_its_first_rung_implies() -> None:
@@ -145,5 +153,38 @@ def test_a_state_names_its_machine_boot_and_event_and_its_id_is_its_nodes_own() 
     ev = kernel("xid", 0, xid=79, pci_bus_id=GPU, machine_id="m" * 32)
     _, [here] = apply(None, ev, CAT)
     _, [there] = apply(None, msgspec.structs.replace(ev, node="n2", machine_id="k" * 32), CAT)
-    assert (here.node, here.machine_id, here.boot_id, here.event_ids) == ("n1", "m" * 32, "b1", [ev.id])
+    assert (here.source, here.cluster, here.node, here.machine_id, here.boot_id, here.event_ids) == (
+        "rules", "c", "n1", "m" * 32, "b1", [ev.id],
+    )  # fmt: skip
     assert there.node == "n2" and there.id != here.id
+
+
+def test_an_event_of_a_new_boot_says_both_what_the_reboot_cleared_and_what_it_raised() -> None:
+    before, _, _ = apply_all(None, kernel("xid", 0, xid=79, pci_bus_id=GPU), CAT)
+    saved = encode_state(before)
+    link_down = HostEvent(id="h1", time=2 * 60 * 10**9, cluster="c", node="n1", boot_id="b2", source="sysfs",
+                          component="pci", kind="link", entity=GPU, ok=False, message="link down")  # fmt: skip
+    cleared = ("accelerator-nvidia-error-xid", GPU, "Healthy", "cleared by reboot (boot b2)")
+    for ev, raised in [
+        (kernel("xid", 1, boot="b2", xid=79, pci_bus_id=OTHER),
+         ("accelerator-nvidia-error-xid", OTHER, "Unhealthy", "Xid 79: GPU has fallen off the bus")),
+        (nvml("ecc_dbe", 1, boot="b2"), ("accelerator-nvidia-ecc", GPU, "Unhealthy", "double-bit ECC error")),
+        (link_down, ("pci", GPU, "Degraded", "link down")),
+    ]:  # fmt: skip
+        _, out, _ = apply_all(decode_state(saved), ev, CAT)
+        assert [(o.component, o.entity, o.health, o.reason) for o in out] == [cleared, raised]
+
+
+def test_states_from_one_event_or_one_moment_have_ids_of_their_own() -> None:
+    """A reboot clears many states with one event; two events of one moment may change one state twice."""
+    b1 = [kernel("xid", 0, xid=79, pci_bus_id=GPU), kernel("gsp", 0.1, pci_bus_id=GPU), kernel("xid", 0.2, xid=79,
+          pci_bus_id=OTHER)]  # fmt: skip
+    state: NodeState | None = None
+    for ev in b1:
+        state, _, _ = apply_all(state, ev, CAT)
+    _, cleared, _ = apply_all(state, kernel("oom", 1, boot="b2"), CAT)
+    assert len(cleared) == 3 and len({h.id for h in cleared}) == 3
+    app = kernel("xid", 2, xid=13, pci_bus_id=GPU)
+    same_moment = msgspec.structs.replace(app, id="other", xid=79)
+    changes = changes_of([app, same_moment])  # Degraded (check the app), then Unhealthy (reboot)
+    assert len(changes) == 2 and len({h.id for h in changes}) == 2
