@@ -5,9 +5,19 @@ from __future__ import annotations
 
 import msgspec
 
-from gpuhealth.events import Event, GpuInfo, HealthState, HostEvent, Inventory, KernelEvent, NvlinkDetail
+from gpuhealth.events import (
+    Event,
+    GpuInfo,
+    HealthState,
+    HostEvent,
+    Inventory,
+    KernelEvent,
+    NvlinkDetail,
+    SetHealthy,
+)
 from rules.engine import apply, apply_all, apply_inventory
 from rules.state import NodeState, decode_state, encode_state
+from tests.unit.test_checks import result, verification
 from tests.unit.test_rules_table import CAT, incidents_of, kernel, nvml
 
 GPU, OTHER, SWITCH = "0000:18:00.0", "0000:19:00.0", "0000:c8:00.0"
@@ -170,9 +180,16 @@ def test_an_event_of_a_new_boot_says_both_what_the_reboot_cleared_and_what_it_ra
          ("accelerator-nvidia-error-xid", OTHER, "Unhealthy", "Xid 79: GPU has fallen off the bus")),
         (nvml("ecc_dbe", 1, boot="b2"), ("accelerator-nvidia-ecc", GPU, "Unhealthy", "double-bit ECC error")),
         (link_down, ("pci", GPU, "Degraded", "link down")),
+        (result(node="n1", boot_id="b2", time=2 * 60 * 10**9), ("nccl", "n1", "Healthy", "ok")),
+        (verification("running", boot="b2"), ("verification", "n1", "Degraded",
+                                              "hardware changed (GPU 0000:18:00.0 serial 1 -> 2): verifying")),
     ]:  # fmt: skip
         _, out, _ = apply_all(decode_state(saved), ev, CAT)
         assert [(o.component, o.entity, o.health, o.reason) for o in out] == [cleared, raised]
+    operator = SetHealthy(id="op1", time=2 * 60 * 10**9, cluster="c", node="n1", boot_id="b2", source="api",
+                          component="operator", target_component="accelerator-nvidia-error-xid", reason="fixed")  # fmt: skip
+    _, out, _ = apply_all(decode_state(saved), operator, CAT)
+    assert [(o.component, o.entity, o.health, o.reason) for o in out][:1] == [cleared]
 
 
 def test_states_from_one_event_or_one_moment_have_ids_of_their_own() -> None:
