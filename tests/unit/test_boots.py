@@ -109,3 +109,45 @@ def test_an_older_boot_heard_within_five_minutes_of_the_new_one_is_a_late_word_a
         "node identity conflict: boot boot-one of machine machine- is active while boot boot-two of machine machine- "
         "is the current one"
     )  # ids cut to 8 characters
+
+
+def test_a_boots_start_is_learnt_from_a_newer_agent_and_never_moves_back_within_the_boot() -> None:
+    state = run([status(1, "b1", T0 + 10 * S, boot_time=0)])  # an older agent: the start is not known
+    assert state.boot_time == 0
+    state = run([status(1, "b1", T0 + 10 * S, boot_time=0), status(2, "b1", T0 + 20 * S)])
+    assert state.boot_time == T0
+    state = run([status(1, "b1", T0 + 10 * S), status(2, "b1", T0 + 20 * S, boot_time=T0 - 100 * S)])
+    assert state.boot_time == T0, "an earlier start said later (a clock stepped back) is not the boot's start"
+
+
+def test_a_start_after_its_own_event_is_no_start_and_a_boot_begun_with_the_current_one_is_no_reboot() -> None:
+    implausible = T0 + 500 * S  # after the event that claims it
+    assert run([status(1, "b1", T0 + 10 * S, boot_time=implausible)]).boot_time == 0, "the first boot seen"
+    rebooted = run([status(1, "b1", T0 + 10 * S, boot_time=0), status(2, "b2", T0 + 20 * S, boot_time=implausible)])
+    assert (rebooted.boot_id, rebooted.boot_time) == ("b2", 0), "a boot not seen before: a reboot, start unknown"
+    rebooted = run([status(1, "b1", T0 + 10 * S), status(2, "b2", BOOTS["b2"] + 10 * S)])
+    assert (rebooted.boot_id, rebooted.boot_time) == ("b2", BOOTS["b2"])
+    twin = run([xid(1, 79, "b1", T0 + 10 * S), status(2, "b2", T0 + 20 * S, boot_time=T0)])
+    assert twin.boot_id == "b1" and gpu(twin) == ("Unhealthy", ["REBOOT_SYSTEM"]), "the same start: not newer"
+
+
+def test_a_boot_whose_first_event_is_at_its_very_start_has_a_known_start() -> None:
+    """kmsg's first record of a boot (usec 0) is stamped with the boot's start itself."""
+    first = run([xid(1, 79, "b1", T0)])
+    assert first.boot_time == T0
+    state = run([xid(1, 79, "b1", T0), status(2, "b0", T0 + 10 * S, boot_time=T0 - 100 * S)])
+    assert state.boot_id == "b1" and gpu(state) == ("Unhealthy", ["REBOOT_SYSTEM"]), "an older boot's word: history"
+
+
+def test_a_reboot_clears_what_it_clears_once_says_which_boot_and_leaves_unknown_unknown() -> None:
+    b2 = "0f6b4cbb-1c4d-4a55-9b0e-6e3c1d2d1b2a"
+    nvml_down = SourceStatus(id="s3", time=T0 + 30 * S, cluster="c", node="n", machine_id="m1", boot_id="b1",
+                             boot_time=T0, source="nvml", component="nvml", available=False)  # fmt: skip
+    state: NodeState | None = None
+    for ev in [status(1, "b1", T0 + 10 * S), xid(2, 79, "b1", T0 + 20 * S), nvml_down]:
+        state, _, _ = apply_all(state, ev, CAT)
+    state, out, _ = apply_all(state, status(4, b2, T0 + 4000 * S, boot_time=T0 + 3600 * S), CAT)
+    assert [(o.component, o.health, o.reason) for o in out] == [
+        ("accelerator-nvidia-error-xid", "Healthy", "cleared by reboot (boot 0f6b4cbb)"),
+    ]  # kernel-log was Healthy already; nvml is Unknown until its source says otherwise
+    assert state.states["nvml\x1fn"].health == "Unknown"

@@ -169,3 +169,28 @@ async def test_a_replayed_batch_once_acknowledged_moves_the_cursor_before_the_so
         assert source.cursors[0] == Cursor(identity.boot_id, 3, [])
     finally:
         await nc.close()
+
+
+def test_the_cursors_data_dir_is_made_parents_and_all_and_a_change_in_whether_it_can_be_saved_is_said_once(
+    tmp_path: Path, identity: NodeIdentity
+) -> None:
+    async def publish(items: list[tuple[str, str, bytes]]) -> None:
+        raise AssertionError("nothing to publish")
+
+    kmsg, state = tmp_path / "kmsg", tmp_path / "var" / "lib" / "gpuhealth"  # not there yet
+    kmsg.write_text("")
+    p = KernelLogProducer(KmsgSource(kmsg, identity), identity, state, publish)
+    said: list[str] = []
+    p.on_change = lambda: said.append(p.cannot_persist)
+    try:
+        assert p.open().available and p.cannot_persist == ""
+        assert list(state.iterdir()) == [], "the probe of the data dir is not left behind"
+        state.rmdir()
+        state.write_text("")  # a file where the data dir should be
+        p.open()
+        state.unlink()
+        p.open()
+        p.open()
+    finally:
+        p.source.close()
+    assert said == [f"cannot persist the cursor: File exists ({state})", ""]

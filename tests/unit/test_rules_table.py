@@ -16,6 +16,7 @@ from producers.klog import COMPONENT_OF_KIND
 from rules.catalog import load
 from rules.engine import apply_all, has_pending, pending_incidents
 from rules.state import NodeState
+from rules.transitions import raise_state
 from tests.unit.test_engine import run
 
 CAT = load()
@@ -195,6 +196,39 @@ def test_a_storm_is_one_incident_opened_at_once_then_its_latest_count() -> None:
     assert pending_incidents(state) == []  # published: nothing until it grows again
     state, _, _ = apply_all(state, kernel("xid", 0.5, xid=95, pci_bus_id=GPU), CAT)
     assert [(i.count, i.seq) for i in pending_incidents(state)] == [(100_001, 11)]
+
+
+def test_pending_says_whether_an_incident_grew_since_it_was_published_by_the_last_event_or_any() -> None:
+    """The service flushes the nodes whose last event left growth pending; at start it loads the saved
+    states with any growth pending (all_faults), and no other: a fleet's states are not all kept in memory."""
+    other = "0000:19:00.0"
+    state, _, _ = apply_all(None, kernel("xid", 0, xid=95, pci_bus_id=GPU), CAT)
+    assert not has_pending(state), "opened: published at once"
+    state, _, _ = apply_all(state, kernel("xid", 0.1, xid=95, pci_bus_id=GPU), CAT)
+    assert has_pending(state) and has_pending(state, all_faults=True)
+    state, _, _ = apply_all(state, kernel("xid", 0.2, xid=95, pci_bus_id=other), CAT)
+    assert not has_pending(state), "the last event only opened the other GPU's incident"
+    assert has_pending(state, all_faults=True), "the first GPU's growth is still pending"
+    assert [i.entity for i in pending_incidents(state)] == [GPU]
+    assert not has_pending(state, all_faults=True)
+
+
+def test_a_state_is_raised_only_by_worse_health_or_a_stronger_action_at_the_same_health() -> None:
+    """States are sticky: the same news again changes nothing; an action where there was none is news."""
+    state = NodeState(node="n1")
+    raised: list[tuple[str, list[str]]] = []
+    for health, actions in [
+        ("Degraded", []), ("Degraded", []),  # the same state again: no change
+        ("Degraded", ["IGNORE_NO_ACTION_REQUIRED"]), ("Degraded", ["CHECK_USER_APP_AND_GPU"]),  # stronger
+        ("Degraded", []), ("Degraded", ["IGNORE_NO_ACTION_REQUIRED"]),  # weaker than what it says
+        ("Unhealthy", []),  # worse health, whatever the action
+    ]:  # fmt: skip
+        out = raise_state(state, kernel("xid", 0), "c", GPU, health, actions, "why", "xid:1", GPU)
+        raised += [(h.health, list(h.repair_actions)) for h in out]
+    assert raised == [
+        ("Degraded", []), ("Degraded", ["IGNORE_NO_ACTION_REQUIRED"]), ("Degraded", ["CHECK_USER_APP_AND_GPU"]),
+        ("Unhealthy", []),
+    ]  # fmt: skip
 
 
 def test_an_unknown_code_is_an_unknown_severity_incident_never_dropped() -> None:

@@ -54,6 +54,13 @@ def test_each_source_alone_counts_every_occurrence() -> None:
     assert counts([kernel(31, 100.0, source="journald"), kernel(31, 100.0)]) == {"xid:31": 2}
 
 
+def test_reports_up_to_30_s_apart_pair_and_one_report_pairs_once() -> None:
+    assert counts([nvml(31, 100.0), kernel(31, 130.0)]) == {"xid:31": 1}, "30 s apart: still one fault"
+    assert counts([nvml(31, 100.0), kernel(31, 130.5)]) == {"xid:31": 2}
+    assert counts([nvml(31, 100.0), kernel(31, 100.1), kernel(31, 100.2)]) == {"xid:31": 2}, "NVML's one, paired once"
+    assert counts([kernel(31, 100.0, count=0)]) == {}, "a report of no occurrence (the wire allows count 0)"
+
+
 def test_repeated_faults_pair_one_to_one() -> None:
     twice = [kernel(31, 100.0), nvml(31, 100.1), kernel(31, 103.0), nvml(31, 103.1)]
     assert counts(twice) == {"xid:31": 2}
