@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import itertools
 
-import msgspec
-
 from gpuhealth.events import Event, KernelEvent, NvmlEvent
 from rules.catalog import load
 from rules.engine import apply_all
@@ -109,24 +107,3 @@ def test_a_late_line_of_another_gpu_forgets_no_report_awaiting_its_pair() -> Non
     and the kernel's report of the same fault."""
     other = "0000:00:07.0"
     assert counts([nvml(31, 1000.0), kernel(79, 700.0, pci=other), kernel(31, 1000.1)]) == {"xid:31": 1, "xid:79": 1}
-
-
-def test_the_window_includes_its_edge() -> None:
-    """Reports 30 s apart are one fault; a nanosecond more and they are two."""
-    window = 30 * S
-    at_edge = [kernel(31, 100.0), NvmlEvent(**{**msgspec.structs.asdict(nvml(31, 0)), "time": 100 * S + window})]
-    assert counts(at_edge) == {"xid:31": 1}
-    past = [kernel(31, 100.0), NvmlEvent(**{**msgspec.structs.asdict(nvml(31, 0)), "time": 100 * S + window + 1})]
-    assert counts(past) == {"xid:31": 2}
-
-
-def test_a_storm_pairs_each_report_once_and_no_more() -> None:
-    """The kernel log folded 3 faults into one record; NVML's 3 events pair with them, a 4th is a new fault."""
-    storm = [kernel(13, 200.0, count=3), *(nvml(13, 200.0 + i / 10) for i in range(4))]
-    assert counts(storm) == {"xid:13": 4}
-
-
-def test_a_report_of_no_occurrence_counts_nothing_and_breaks_nothing() -> None:
-    """count=0 is on the wire's range (a forged or garbled record may carry it): no fault, no error."""
-    assert counts([kernel(31, 100.0, count=0)]) == {}
-    assert counts([kernel(31, 100.0, count=0), kernel(31, 101.0)]) == {"xid:31": 1}
