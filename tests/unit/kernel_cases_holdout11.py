@@ -22,6 +22,9 @@ FAULTS = [
     ("infiniband irdma0: Couldn't change QP1 state to INIT: -22", "infiniband"),
     ("<3>[ 4410.2] infiniband ibp65s0: Fatal error (2) on MAD QP (0)", "infiniband"),
     ("ib_mad: Couldn't create ib_mad PD", "infiniband"),
+    # ipoib_warn '%s: ' of an IPoIB netdev with rdma-core's udev name, as of 'ib0'
+    ("ibp65s0: multicast join failed for ff12:401b:ffff:0000:0000:0000:ffff:ffff, status -22", "infiniband"),
+    ("ibs1f0: failed to create QP", "infiniband"),
     # verbs.c ib_event_msg's error events as the RDMA consumers print them; cma.c's failures
     ("nvmet_rdma: received IB QP event: QP fatal error (1)", "infiniband"),
     ("iser: iser_qp_event_callback: qp event QP request error (2)", "infiniband"),
@@ -76,6 +79,8 @@ FAULTS = [
         "other_fault",
     ),
     ("ena 0000:00:05.0: Trigger reset is on", "other_fault"),
+    ("ena 0000:00:07.0 eth2: ENA admin queue is not in running state!", "other_fault"),
+    ("ena 0000:00:05.0 ens5: Potential MSIX issue on Rx side Queue = 4. Reset the device", "other_fault"),
     ("gve 0000:00:04.0 ens4: Timeout on tx queue, 7", "other_fault"),
     ("gve 0000:00:05.0 eth0: Kicking queue 2", "other_fault"),
     (
@@ -102,6 +107,7 @@ BENIGN = [
     "nvmet_rdma: received IB QP event: path migration successful (6)",
     "svcrdma: QP event send queue drained (5) received for QP=00000000c0ffee11",
     "nvmet_rdma: enabling port 1 (10.0.0.1:4420)",
+    "mlx5_core 0000:41:00.1 ibp65s0f1: renamed from ib1",
     # mlx5's recovery that succeeded
     "mlx5_core 0000:5e:00.0: mlx5_pci_resume Device state = 1 health sensors: 1 pci_status: 1. Exit, err = 0, recovered",
     "mlx5_core 0000:5e:00.1: mlx5_pci_slot_reset Device state = 1 pci_status: 1. Exit, err = 0, recovered",
