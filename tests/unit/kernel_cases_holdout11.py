@@ -55,6 +55,10 @@ FAULTS = [
         "usercopy: kernel memory exposure attempt detected from ffff8800b1a2c000 (kmalloc-512) (1024 bytes)",
         "other_fault",
     ),
+    # lib/string_helpers.c __fortify_report: the same bug class caught by FORTIFY_SOURCE, 6.9+, 6.2-6.8, before
+    ("strscpy: detected buffer overflow: 33 byte read of buffer size 32", "other_fault"),
+    ("memcpy: detected buffer write overflow", "other_fault"),
+    ("detected buffer overflow in strlen", "other_fault"),
     # drivers/pci/setup-res.c pci_enable_resources, 6.8+ and before
     (
         "mlx5_core 0000:5e:00.0: BAR 0 [mem 0x38bffe000000-0x38bfffffffff 64bit pref]: not claimed; can't enable device",
