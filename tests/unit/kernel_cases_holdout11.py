@@ -68,6 +68,7 @@ FAULTS = [
         "nvidia 0000:3b:00.0: can't enable device: BAR 1 [mem 0x00000000-0x7ffffffff 64bit pref] not assigned",
         "other_fault",
     ),
+    ("nvidia 0000:02:00.0: device not available because of BAR 1 [0xd0000000-0xdfffffff] collisions", "other_fault"),
     # drivers/pci/pcie/aer.c: the bus type printed, PCIe or CXL
     ("pcieport 0000:e0:01.1: CXL Bus Error: severity=Correctable, type=Data Link Layer, (Transmitter ID)", "pcie_aer"),
     # gpu.c gpuWaitForGfwBootComplete: GSP's boot waits on it
