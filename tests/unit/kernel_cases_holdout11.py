@@ -71,6 +71,9 @@ FAULTS = [
     ("nvidia 0000:02:00.0: device not available because of BAR 1 [0xd0000000-0xdfffffff] collisions", "other_fault"),
     # drivers/pci/pcie/aer.c: the bus type printed, PCIe or CXL
     ("pcieport 0000:e0:01.1: CXL Bus Error: severity=Correctable, type=Data Link Layer, (Transmitter ID)", "pcie_aer"),
+    # drivers/cxl/core/ras.c cxl_error_detected: the memory device's own report of the same AER error
+    ("cxl_pci 0000:0d:00.0: mem1: frozen state error detected, disable CXL.mem", "pcie_aer"),
+    ("cxl_pci 0000:38:00.0: failure state error detected, request disconnect", "pcie_aer"),
     # gpu.c gpuWaitForGfwBootComplete: GSP's boot waits on it
     ("NVRM: GPU2 gpuWaitForGfwBootComplete_GH100: failed to wait for GFW_BOOT: (progress 0xff)", "gsp"),
     # the cloud NICs' stall reports and firmware resets
