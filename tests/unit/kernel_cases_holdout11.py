@@ -12,6 +12,10 @@ FAULTS = [
     ("hns3 0000:7d:00.0 hns_2: failed to post mailbox 0x34 in poll mode, ret = -110.", "infiniband"),
     ("erdma 0000:00:03.0 erdma_0: cmdq timeout", "infiniband"),
     ("mana 7870:00:00.0 mana_0: Failed to create WQ object, err -22", "infiniband"),
+    # bnxt_re's qplib_rcfw.c: its firmware channel's failures, printed under the NIC's PCI device
+    ("bnxt_en 0000:3b:00.0: cmdq[0x4c]=0x11 status 0x3", "infiniband"),
+    ("bnxt_en 0000:3b:00.1: cmdq[0x2]=0x15 timedout (20000)msec", "infiniband"),
+    ("bnxt_en 0000:d8:00.0: QPLIB: bnxt_re_create_cq failed", "infiniband"),
     # hw/irdma/hw.c irdma_process_aeq, under ice or i40e, rdma-core's udev names or the kernel's own
     ("ice 0000:31:00.0 rocep49s0: abnormal ae_id = 0x50e bool qp=1 qp_id = 12, ae_src=1", "infiniband"),
     ("i40e 0000:1a:00.1 iwp26s0f1: abnormal ae_id = 0x503 bool qp=1 qp_id = 3", "infiniband"),
