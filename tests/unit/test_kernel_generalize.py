@@ -12,6 +12,7 @@ from tests.unit import kernel_cases_holdout6 as holdout6
 from tests.unit import kernel_cases_holdout7 as holdout7
 from tests.unit import kernel_cases_holdout9 as holdout9
 from tests.unit import kernel_cases_holdout10 as holdout10
+from tests.unit import kernel_cases_holdout11 as holdout11
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -369,8 +370,24 @@ BENIGN = [
 
 
 # The later passes' cases (tests/unit/kernel_cases_*.py: the families each unseen set showed missing) run here too.
-ALL_FAULTS = FAULTS + holdout4_5.FAULTS + holdout6.FAULTS + holdout7.FAULTS + holdout9.FAULTS + holdout10.FAULTS
-ALL_BENIGN = BENIGN + holdout4_5.BENIGN + holdout6.BENIGN + holdout7.BENIGN + holdout9.BENIGN + holdout10.BENIGN
+ALL_FAULTS = (
+    FAULTS
+    + holdout4_5.FAULTS
+    + holdout6.FAULTS
+    + holdout7.FAULTS
+    + holdout9.FAULTS
+    + holdout10.FAULTS
+    + holdout11.FAULTS
+)
+ALL_BENIGN = (
+    BENIGN
+    + holdout4_5.BENIGN
+    + holdout6.BENIGN
+    + holdout7.BENIGN
+    + holdout9.BENIGN
+    + holdout10.BENIGN
+    + holdout11.BENIGN
+)
 
 
 @pytest.mark.parametrize(("line", "kind"), ALL_FAULTS)
