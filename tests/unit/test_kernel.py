@@ -294,3 +294,10 @@ def test_an_injected_xid_line_is_the_drivers_form_and_reads_back_as_the_same_fau
         ("xid", 79, "0000:3b:00.0", None, None),
         ("xid", 13, "0000:04:00.0", 1234, "train.py"),
     ]
+
+
+def test_a_process_the_driver_could_not_name_is_none_and_leading_zeros_do_not_make_a_number_too_long() -> None:
+    unnamed = classify("NVRM: Xid (PCI:0000:04:00): 13, pid='<unknown>', name='<unknown>', Graphics Exception")
+    assert (unnamed.xid, unnamed.pid, unnamed.process) == (13, None, None)
+    padded = classify("NVRM: Xid (PCI:0000:04:00): 00000000000013, pid=000000000000001234, name=a, Graphics Exception")
+    assert (padded.kind, padded.xid, padded.pid, padded.process) == ("xid", 13, 1234, "a")
