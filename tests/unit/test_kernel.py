@@ -294,3 +294,18 @@ def test_an_injected_xid_line_is_the_drivers_form_and_reads_back_as_the_same_fau
         ("xid", 79, "0000:3b:00.0", None, None),
         ("xid", 13, "0000:04:00.0", 1234, "train.py"),
     ]
+
+
+def test_a_process_the_driver_could_not_name_is_none_and_leading_zeros_do_not_make_a_number_too_long() -> None:
+    unnamed = classify("NVRM: Xid (PCI:0000:04:00): 13, pid='<unknown>', name='<unknown>', Graphics Exception")
+    assert (unnamed.xid, unnamed.pid, unnamed.process) == (13, None, None)
+    padded = classify("NVRM: Xid (PCI:0000:04:00): 00000000000013, pid=000000000000001234, name=a, Graphics Exception")
+    assert (padded.kind, padded.xid, padded.pid, padded.process) == ("xid", 13, 1234, "a")
+
+
+def test_the_nvlink_detail_is_read_for_xids_144_to_150_only() -> None:
+    line = "NVRM: Xid (PCI:0009:01:00): {}, NETIR_LINK_EVT  Fatal   XC0 i0 Link 15 (0x0215e5c6 0x0)"
+    details = {x: (f.nvlink_subcode, f.nvlink_unit, f.nvlink_fatal) for x in (143, 144, 150, 151)
+               for f in [classify(line.format(x))]}  # fmt: skip
+    assert details == {143: (None, None, None), 144: (33, "NETIR_LINK_EVT", True), 150: (33, "NETIR_LINK_EVT", True),
+                       151: (None, None, None)}  # fmt: skip
