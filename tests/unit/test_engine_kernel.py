@@ -39,17 +39,6 @@ def states_of(events: list[Event]) -> list[tuple[str, str, str, list[str], str, 
     ]
 
 
-def test_an_sxid_is_its_catalog_rows_state_and_incident_and_an_unknown_one_is_kept_as_unrecognised() -> None:
-    events: list[Event] = [kernel("sxid", 0, sxid=12028, pci_bus_id=SWITCH, count=3), kernel("sxid", 0.1, sxid=99999)]
-    assert states_of(events) == [
-        (SXID, SWITCH, "Unhealthy", ["REBOOT_SYSTEM"], "SXid 12028: egress nonposted PRIV error", SWITCH),
-        (SXID, "unknown", "Degraded", ["CHECK_USER_APP_AND_GPU"], "unrecognised SXid 99999", None),
-    ]
-    assert [(i.code, i.entity, i.severity, i.count, i.pci_bus_id) for i in incidents_of(events)] == [
-        ("sxid:12028", SWITCH, "Fatal", 3, SWITCH), ("sxid:99999", "unknown", "Unknown", 1, None),
-    ]  # fmt: skip
-
-
 def test_a_kernel_fault_is_on_the_node_or_on_its_gpu_and_quotes_its_line_where_the_line_says_more() -> None:
     line = "EXT4-fs (sda1): Remounting filesystem read-only " + "x" * 300
     events: list[Event] = [

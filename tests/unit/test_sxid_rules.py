@@ -10,10 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuhealth.events import Event, Incident
-from rules.engine import apply_all, pending_incidents
-from rules.state import NodeState
 from tests.unit.rules_run import run
-from tests.unit.test_rules_table import CAT, GPU, kernel
+from tests.unit.test_rules_table import GPU, incidents_of, kernel
 
 SWITCH = "0000:05:00.0"
 SXID = "accelerator-nvidia-error-sxid"
@@ -32,13 +30,7 @@ def state_of(events: list[Event], entity: str = SWITCH) -> tuple[str, list[str],
 
 def incidents(events: list[Event]) -> list[Incident]:
     """The latest word on each incident these events opened, as the service would have published it."""
-    state: NodeState | None = None
-    out: list[Incident] = []
-    for ev in events:
-        state, _, inc = apply_all(state, ev, CAT)
-        out += inc
-    out += pending_incidents(state) if state is not None else []
-    return list({i.id: i for i in out}.values())
+    return list({i.id: i for i in incidents_of(events)}.values())
 
 
 def test_a_fatal_sxid_asks_for_a_reboot_of_the_node_on_its_switch() -> None:
@@ -46,8 +38,9 @@ def test_a_fatal_sxid_asks_for_a_reboot_of_the_node_on_its_switch() -> None:
     health, actions, reason = state_of([sxid(12028)]) or ("-", [], "")
     assert (health, actions) == ("Unhealthy", ["REBOOT_SYSTEM"])
     assert "SXid 12028" in reason and "egress nonposted PRIV error" in reason
-    [inc] = incidents([sxid(12028)])
-    assert (inc.component, inc.entity, inc.code, inc.severity, inc.count) == (SXID, SWITCH, "sxid:12028", "Fatal", 1)
+    [inc] = incidents([sxid(12028, count=3)])  # a storm the log folded into one record
+    assert (inc.component, inc.entity, inc.pci_bus_id) == (SXID, SWITCH, SWITCH)
+    assert (inc.code, inc.severity, inc.count) == ("sxid:12028", "Fatal", 3)
 
 
 def test_a_fatal_sxid_that_may_be_the_hardware_climbs_to_an_inspection_on_the_third_boot() -> None:
