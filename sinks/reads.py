@@ -7,7 +7,8 @@ chDB runs a query and the writer's inserts side by side: each connection is its 
 engine and the driver releases the GIL while the engine works. Side by side is not enough on a small
 node: a query at full priority took half of what the sink stored per second on 2 cores
 (bench/query_isolation.py: 0.48 and 0.59 of the rate alone); with its threads reniced by the engine
-(os_thread_priority=19) the sink kept 0.84 to 1.08 of it. A query stops at its asker's timeout
+(os_thread_priority=19) the sink kept 0.84 to 1.08 of it, and with them in the idle scheduling class as well
+(sinks/idle.py) 0.90 to 0.92. A query stops at its asker's timeout
 (max_execution_time), which is when the asker stops waiting for it.
 
 Nothing a query does outlives it: its session is opened for it and closed after it. readonly=1
@@ -18,6 +19,7 @@ shared session every later query would have returned one row.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from typing import Any
 
 from gpuhealth.errors import QueryError
 from sinks import query_guard
+from sinks.idle import IDLE
 from sinks.target import Target
 
 READERS = 2  # queries at once; more wait for a reader
@@ -129,7 +132,8 @@ class Reads:
         except Exception as e:  # the driver raises its own DatabaseError family
             raise QueryError(_one_line(str(e))) from e
         try:
-            r = client.query(sql, parameters=params or None)
+            with IDLE.during() if self.target.kind == "chdb" else contextlib.nullcontext():
+                r = client.query(sql, parameters=params or None)
         except Exception as e:
             raise QueryError(_one_line(str(e))) from e
         finally:
