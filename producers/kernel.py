@@ -109,6 +109,10 @@ _RFC3339_SYSLOG = re.compile(
     r"(?:(?P<host>[^\s:\[\]]+)\s+)?(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
 _KERNEL_TAG = re.compile(r"^(?:[^\s:\[\]]+\s+)?kernel:\s*")
+# `kubectl describe node`'s event columns (Type, Reason, Age, From): node-problem-detector's kernel-monitor events
+_K8S_EVENT = re.compile(r"^(?:Warning|Normal)\s{2,}[A-Z]\w*\s{2,}\S+(?: \(x\d+ over \S+\))?\s{2,}\S+(?:, \S+)?\s{2,}")
+# NV_PRINTF's head: 'NVRM: ' [GPU%d ] and the RM's function, camelCase as no Linux one; quoted without 'NVRM: ' too
+_RM_FUNCTION = re.compile(r"^(?:GPU\d+ )?_?[a-z]+[A-Z]\w*: ")
 
 
 def _level(name: str, otherwise: int | None) -> int | None:
@@ -156,7 +160,7 @@ def strip_prefixes(line: str) -> Stripped:
             if lvl:
                 priority = _level(lvl, priority)
             s = s[m.end() :]
-        if m := _KERNEL_TAG.match(s):
+        if m := _KERNEL_TAG.match(s) or _K8S_EVENT.match(s):
             s = s[m.end() :]
         if s == before:
             break
@@ -349,8 +353,10 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     message = stripped.message
     kind: str | None = None
     groups: dict[str, str] = {}
-    # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag.
+    # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag, an RM line with its head.
     text = f"{stripped.tag}: {message}" if stripped.tag else message
+    if _RM_FUNCTION.match(message):
+        text = f"NVRM: {message}"
     every = rules()
     for i in _candidates(text) if gated else range(len(every)):
         if m := every[i].regex.search(text):
