@@ -56,6 +56,31 @@ FAULTS = [
         "mcelog[3310]: Corrected memory errors on page 1f3a2c000 exceed threshold 10 in 24h: 10 in 24h",
         "mce_edac",
     ),
+    # mcelog's successor, rasdaemon: its hardware-error trace events (ras-*-handler.c: the trace head, the level since
+    # 0.8, '%Y-%m-%d %H:%M:%S %z', the record), and the kernel's own trace events as trace_pipe prints them
+    (
+        "rasdaemon[811]:           <...>-811   [012]     0.000004: mc_event:             [ERROR] 2025-02-11 08:14:02 "
+        "+0000 1 Corrected error: memory read error on CPU_SrcID#1_MC#0_Chan#2_DIMM#0 (mc: 1 location: 0:2:0 "
+        "address: 0x3f2a1000 grain: 32 syndrome: 0x00000000)",
+        "mce_edac",
+    ),
+    (
+        "           <...>-2231  [004]   912.000211: memory_failure_event: 2023-07-01 03:22:10 +0200 pfn=0x81b3c "
+        "page_type=dirty LRU page action_result=Recovered",
+        "mce_edac",
+    ),
+    (
+        "rasdaemon[811]:           <...>-811   [002]     0.000009: aer_event:            [CRIT] 2025-02-11 08:15:44 "
+        "+0000 0000:c1:00.0 (NVIDIA Corporation - vendor_id: 0x10de device_id: 0x2330) Poisoned TLP Uncorrected "
+        "(Non-Fatal) error",
+        "pcie_aer",
+    ),
+    (
+        "  <idle>-0  [021] d.h1. 77120.553: mce_record: CPU: 21, MCGc/s: 1000c16/5, MC12: bd80000000100134, IPID: 0, "
+        "ADDR: 7f2a1000, MISC: 86, SYND: 0, RIP: 10:<ffffffff81a3c2d1>, TSC: 2f1e0d, PPIN: 0, vendor: 0, CPUID: 806f8, "
+        "time: 1739261744, socket: 1, APIC: 54, microcode: 2b000571",
+        "mce_edac",
+    ),
     # Solaris/illumos hermon (ConnectX; mcxnex in Solaris 11): HERMON_WARNING '%s%d: %s' with hermon_fm.h's CQE and
     # EQE error strings, HERMON_FMANOTE '%s%d: Device Error: %s', the CQE ERR debug print
     ("Jun  4 02:11:09 nas2 hermon: [ID 158346 kern.info] hermon1: CQE transport retry counter exceeded", "infiniband"),
@@ -100,7 +125,10 @@ BENIGN = [
     "mcelog[1412]: warning: 16 bytes ignored in each record",
     "mcelog: failed to prefill DIMM database from DMI data",
     "mcelog[2110]: Kernel does not support page offline interface",
-    # hermon's attach and the cable put back
+    # rasdaemon's start-up and debug lines
+    "rasdaemon[811]: rasdaemon: ras:aer_event event enabled",
+    "rasdaemon: mc_event store: 0x5612a0c3e2f0",
+    # the cable put back
     "mlx5_core 0000:c1:00.1: Port module event: module 1, Cable plugged",
     # a Kubernetes event about something else
     "  Normal   NodeReady  3m  kubelet  Node gpu-node-3 status is now: NodeReady",
