@@ -34,6 +34,14 @@ FAULTS = [
         "other_fault",
     ),
     ("ixgbe 0000:81:00.0 eth4: Could not enable Tx Queue 7", "other_fault"),
+    ("txgbe 0000:b3:00.1: Adapter removed", "other_fault"),
+    ("ixgbe 0000:02:00.0 enp2s0f0: Fan has stopped, replace the adapter", "other_fault"),
+    (
+        "ixgbe 0000:81:00.1 eth5: Network adapter has been stopped because it has over heated. Restart the computer. "
+        "If the problem persists, power off the system and replace the adapter",
+        "other_fault",
+    ),
+    ("igb 0000:07:00.0: The NVM Checksum Is Not Valid", "other_fault"),
     # the hang report's detail lines, each printed on its own line under the NIC's 'Detected Tx Unit Hang'
     ("  Tx Queue             <12>", "other_fault"),
     ("  TDH, TDT             <1f4>, <20a>", "other_fault"),
