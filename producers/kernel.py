@@ -22,22 +22,11 @@ MAX_PID = 2**31 - 1  # pid_t
 BENIGN = "benign"  # a rule of this kind names an informational or recovery format: the line is no fault
 ERR = 3  # KERN_ERR: an error-or-worse line from a hardware subsystem is a fault even when no rule names it
 
-KINDS = (
-    "xid",
-    "sxid",
-    "nvlink",
-    "gpu_fallen_off_bus",
-    "gsp",
-    "pcie_aer",
-    "pcie_link",
-    "mce_edac",
-    "oom",
-    "hung_task",
-    "soft_lockup",
-    "fs_readonly",
-    "infiniband",
-    "nfs",
-    "other_fault",
+KINDS = (  # by where the fault lies: the GPU and its fabric, the host's buses and memory, its kernel, the network
+    *("xid", "sxid", "nvlink", "gpu_fallen_off_bus", "gsp"),
+    *("pcie_aer", "pcie_link", "mce_edac"),
+    *("oom", "hung_task", "soft_lockup", "fs_readonly"),
+    *("infiniband", "nfs", "other_fault"),
 )
 
 
@@ -108,7 +97,13 @@ _RFC3339_SYSLOG = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"
     r"(?:(?P<host>[^\s:\[\]]+)\s+)?(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
-_KERNEL_TAG = re.compile(r"^(?:[^\s:\[\]]+\s+)?kernel:\s*")
+# "kernel: ", or `kubectl describe node`'s event columns (Type, Reason, Age, From) of a kernel-monitor event
+_KERNEL_TAG = re.compile(
+    r"^(?:(?:[^\s:\[\]]+\s+)?kernel:\s*"
+    r"|(?:Warning|Normal)\s{2,}[A-Z]\w*\s{2,}\S+(?: \(x\d+ over \S+\))?\s{2,}\S+(?:, \S+)?\s{2,})"
+)
+# NV_PRINTF's head: 'NVRM: ' [GPU%d ] and the RM's function, camelCase as no Linux one; quoted without 'NVRM: ' too
+_RM_FUNCTION = re.compile(r"^(?:GPU\d+ )?_?[a-z]+[A-Z]\w*: ")
 
 
 def _level(name: str, otherwise: int | None) -> int | None:
@@ -349,8 +344,10 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     message = stripped.message
     kind: str | None = None
     groups: dict[str, str] = {}
-    # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag.
+    # A service's own log line ("nv-fabricmanager[12]: … failed") is judged with its tag, an RM line with its head.
     text = f"{stripped.tag}: {message}" if stripped.tag else message
+    if _RM_FUNCTION.match(message):
+        text = f"NVRM: {message}"
     every = rules()
     for i in _candidates(text) if gated else range(len(every)):
         if m := every[i].regex.search(text):

@@ -36,6 +36,10 @@
 - tests/data/kernel_lines_holdout11.jsonl: newer sources again, scored once unseen (95.0% detected, 2 of 150 benign
   flagged), then learnt from as families (tests/unit/kernel_cases_holdout11.py). It calls pciehp's 'Link Down/Up
   ignored' benign where holdout4 calls '… ignored (recovered by DPC)' pcie_link: the rules keep both, by the words.
+- tests/data/kernel_lines_holdout12.jsonl (GitHub) and holdout13 (the rest of the web): scored once unseen (95.5% and
+  93.0% detected, 0 benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout12.py). Holdout12
+  labels mlx5's 'Port module event: …, Cable unplugged' infiniband twice, from two sources, where holdout10 labels it
+  benign once: the later labels win, holdout10's line is disputed.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ HOLDOUT8 = DATA / "kernel_lines_holdout8.jsonl"
 HOLDOUT9 = DATA / "kernel_lines_holdout9.jsonl"
 HOLDOUT10 = DATA / "kernel_lines_holdout10.jsonl"
 HOLDOUT11 = DATA / "kernel_lines_holdout11.jsonl"
+HOLDOUT12 = DATA / "kernel_lines_holdout12.jsonl"
+HOLDOUT13 = DATA / "kernel_lines_holdout13.jsonl"
 DISPUTED = {
     HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
     HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
@@ -70,6 +76,9 @@ DISPUTED = {
         "knvlinkCoreShutdownDeviceLinks_IMPL: Need to shutdown all links unilaterally for GPU0",
     ],
     HOLDOUT9: ["Kernel Offset: disabled"],
+    HOLDOUT10: [
+        "kern  :info  : 2025-01-17T15:36:28,356580+00:00 mlx5_core 0000:1b:00.1: Port module event: module 1, Cable unplugged"
+    ],
 }
 # holdout8's 7 pre-2011 'NVRM: Xid (0001:00): 8, ...' lines carry a null PCI id in their labels, where earlier
 # sets read the same form as 0000:01:00.0 (as the classifier does): the code is right, the id disputed.
@@ -107,6 +116,8 @@ def test_the_corpus_is_all_right() -> None:
         HOLDOUT9,
         HOLDOUT10,
         HOLDOUT11,
+        HOLDOUT12,
+        HOLDOUT13,
     ],
     ids=[
         "corpus",
@@ -122,6 +133,8 @@ def test_the_corpus_is_all_right() -> None:
         "holdout9",
         "holdout10",
         "holdout11",
+        "holdout12",
+        "holdout13",
     ],
 )
 def test_the_floors_hold(path: Path) -> None:

@@ -13,6 +13,7 @@ from tests.unit import kernel_cases_holdout7 as holdout7
 from tests.unit import kernel_cases_holdout9 as holdout9
 from tests.unit import kernel_cases_holdout10 as holdout10
 from tests.unit import kernel_cases_holdout11 as holdout11
+from tests.unit import kernel_cases_holdout12 as holdout12
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -378,6 +379,7 @@ ALL_FAULTS = (
     + holdout9.FAULTS
     + holdout10.FAULTS
     + holdout11.FAULTS
+    + holdout12.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -387,6 +389,7 @@ ALL_BENIGN = (
     + holdout9.BENIGN
     + holdout10.BENIGN
     + holdout11.BENIGN
+    + holdout12.BENIGN
 )
 
 
