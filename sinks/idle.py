@@ -1,4 +1,4 @@
-"""A query's engine threads in the idle scheduling class while they work for it: what nice 19 does not give.
+"""A query's engine threads in the idle scheduling class, on half the cores, while they work for it.
 
 The engine renices a query's threads to 19 (os_thread_priority, sinks/reads.py) and sets them back to 0
 when they leave the query for its thread pool, which inserts use too. Under Linux's EEVDF scheduler a thread
@@ -9,6 +9,10 @@ alternated A/B runs of bench/query_isolation.py's rounds on a quiet machine: 0.8
 has no setting for the class, so this follows its renice while queries run: a thread at nice 19 becomes
 SCHED_IDLE, and SCHED_OTHER again once the engine has set it back to 0. Both need CAP_SYS_NICE
 (gpuctl/privsep.py keeps it for the sink); without it the engine renices nothing and there is nothing to follow.
+
+The same threads keep to the last half of the cores. max_threads does not bound them: the engine ran the
+bench's cross join on two busy threads with it at 1, one on each of 2 cores, so that every step of ingestion
+(about one core's worth alone) woke on a core the query held and ran on caches it had just filled.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 log = logging.getLogger("gpuhealth.sink")
 
@@ -35,6 +39,11 @@ def _sched(tid: int) -> tuple[int, int] | None:
     return int(fields[16]), int(fields[38])
 
 
+def _pin(tid: int, cpus: Iterable[int]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # exited since it was read
+        os.sched_setaffinity(tid, cpus)
+
+
 class IdleQueries:
     """`with IDLE.during():` around a query; one daemon thread sweeps the process's threads while any runs."""
 
@@ -44,6 +53,11 @@ class IdleQueries:
         self._running = 0
         self._idled: set[int] = set()  # only the sweeping thread changes it
         self._thread: threading.Thread | None = None
+        # The cores a query's threads may run on: the last half of the process's, as many as
+        # sinks/reads.py's max_threads. The engine runs a query on more threads than that (a cross join on
+        # two, whatever max_threads says), and on 2 cores those two left ingestion no core of its own.
+        self.all_cpus = sorted(os.sched_getaffinity(0))
+        self.query_cpus = set(self.all_cpus[-max(1, len(self.all_cpus) // 2) :])
         # A sink started at nice 19 as a whole has no query threads to tell apart from the writer's.
         self.enabled = hasattr(os, "SCHED_IDLE") and os.getpriority(os.PRIO_PROCESS, os.getpid()) < QUERY_NICE
 
@@ -82,8 +96,10 @@ class IdleQueries:
                 self._idled.discard(tid)
             elif tid in self._idled and (now[0] != QUERY_NICE or not querying):
                 os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                _pin(tid, self.all_cpus)
                 self._idled.discard(tid)
             elif querying and now[0] == QUERY_NICE and now[1] != os.SCHED_IDLE:
+                _pin(tid, self.query_cpus)  # first: a thread in the class is always one of the query's cores
                 os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
                 self._idled.add(tid)
         self._idled &= {int(n) for n in os.listdir("/proc/self/task")}  # threads gone between the two reads

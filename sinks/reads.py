@@ -7,8 +7,8 @@ chDB runs a query and the writer's inserts side by side: each connection is its 
 engine and the driver releases the GIL while the engine works. Side by side is not enough on a small
 node: a query at full priority took half of what the sink stored per second on 2 cores
 (bench/query_isolation.py: 0.48 and 0.59 of the rate alone); with its threads reniced by the engine
-(os_thread_priority=19) the sink kept 0.84 to 1.08 of it, and with them in the idle scheduling class as well
-(sinks/idle.py) 0.90 to 0.92. A query stops at its asker's timeout
+(os_thread_priority=19) the sink kept 0.84 to 1.08 of it, and with them in the idle scheduling class as well,
+on half the cores (sinks/idle.py), 0.90 to 0.92. A query stops at its asker's timeout
 (max_execution_time), which is when the asker stops waiting for it.
 
 Nothing a query does outlives it: its session is opened for it and closed after it. readonly=1
@@ -52,7 +52,8 @@ class Limits:
     max_result_rows: int = 100_000  # a query's own max_rows, if smaller, is what counts
     max_result_bytes: int = 32 << 20  # a reply is at most 4 MiB of JSON anyway
     max_rows_to_read: int = 2_000_000_000
-    # In chDB, half the cores at most: the other half is the writer's whatever the query does.
+    # In chDB, half the cores at most (sinks/idle.py pins the threads there too: the engine may run more):
+    # the other half is the writer's whatever the query does.
     max_threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) // 2))
 
 

@@ -33,6 +33,14 @@ def idle_threads() -> dict[int, int]:
     return found
 
 
+def affinity(tid: int) -> set[int] | None:
+    """A thread's cores, None once it has exited."""
+    try:
+        return os.sched_getaffinity(tid)
+    except ProcessLookupError:
+        return None
+
+
 async def test_a_query_s_threads_are_idle_while_it_runs_and_the_writer_never(store: Store) -> None:
     need(os.geteuid() == 0, "root: the engine renices a query's threads only with CAP_SYS_NICE")
     assert idle_threads() == {}
@@ -51,6 +59,30 @@ async def test_a_query_s_threads_are_idle_while_it_runs_and_the_writer_never(sto
     while idle_threads() and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert idle_threads() == {}  # back in the pool, in the class inserts run in
+
+
+async def test_a_query_s_threads_keep_to_the_last_half_of_the_cores(store: Store) -> None:
+    """The engine ran the heaviest query on two busy threads with max_threads at 1: on 2 cores, both
+    cores, and ingestion had none of its own."""
+    need(os.geteuid() == 0, "root: the engine renices a query's threads only with CAP_SYS_NICE")
+    cpus = sorted(os.sched_getaffinity(0))
+    need(len(cpus) >= 2, "two cores: on one, a query and ingestion share it whatever is done")
+    query_cpus = set(cpus[-(len(cpus) // 2) :])  # 2 cores: the second; 3: the third; 16: the last 8
+    running = asyncio.create_task(store.reads.query(HEAVIEST, {}, 10, 3))
+    pinned: dict[int, set[int]] = {}
+    async with asyncio.timeout(2.5):
+        while len(pinned) < 2:  # the reader's thread and the engine's threads working for it
+            pinned |= {tid: os.sched_getaffinity(tid) for tid in idle_threads()}
+            await asyncio.sleep(0.02)
+    assert all(on == query_cpus for on in pinned.values()), pinned
+    with pytest.raises(QueryError, match="TIMEOUT_EXCEEDED"):
+        await running
+    writer = await store.run(threading.get_native_id)
+    assert os.sched_getaffinity(writer) == set(cpus)
+    deadline = time.monotonic() + 2
+    while any(affinity(tid) not in (None, set(cpus)) for tid in pinned) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert all(affinity(tid) in (None, set(cpus)) for tid in pinned)  # the pool's threads, every core again
 
 
 def test_a_sink_started_at_nice_19_leaves_every_thread_as_it_is() -> None:
