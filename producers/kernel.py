@@ -165,8 +165,8 @@ _PCI_NVRM = re.compile(r"\bPCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\
 _XID_PID = re.compile(r"\bpid=(?:(?P<pid>\d+)|'?<unknown>'?)")
 _XID_NAME = re.compile(r"\bname=(?P<name>.+?)(?:, |,$|$)")
 _PROC_PATTERNS = (
-    re.compile(r"\btask (?P<name>\S+):(?P<pid>\d+) blocked for"),
-    re.compile(r"^task:(?P<name>\S+)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
+    re.compile(r"\btask (?P<name>.{1,15}?):(?P<pid>\d+) blocked for"),  # a comm may hold spaces and colons
+    re.compile(r"^task:(?P<name>.{1,15}?)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
     re.compile(r"\b(?:Killed|reaped) process (?P<pid>\d+) \((?P<name>[^)]*)\)"),
     re.compile(r"\btask=(?P<name>[^,]+),pid=(?P<pid>\d+)"),
     re.compile(r"soft lockup[\s.:-]{1,5}CPU#\d+ stuck for \d+s!\W{0,3}\[(?P<name>.+):(?P<pid>\d+)\]"),

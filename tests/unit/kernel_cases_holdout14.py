@@ -5,6 +5,45 @@ families next to them, and the informational lines of the same sources that must
 from __future__ import annotations
 
 FAULTS = [
+    # kernel/hung_task.c 'INFO: task %s:%d blocked for more than %ld seconds.' and sched_show_task 'task:%-15.15s
+    # state:%c': the comm is up to 15 characters of any kind
+    ("INFO: task Isolated Web Co:48213 blocked for more than 245 seconds.", "hung_task"),
+    ("[ 3318.20] INFO: task gdbus worker:3301 blocked for more than 120 seconds.", "hung_task"),
+    ("task:Isolated Web Co state:D stack:0     pid:5120  ppid:4882   flags:0x00004002", "hung_task"),
+    # an EDAC chipset driver's detail lines through edac_mc_chipset_printk 'EDAC %s MC%d: ' (igen6, skx_common,
+    # sb_edac, i7core, pnd2)
+    ("EDAC skx MC2: ADDR 0x2f5e1c0c0 ", "mce_edac"),
+    ("EDAC sbridge MC1: TSC 3a5c88a7f2d1 ", "mce_edac"),
+    ("EDAC i10nm MC4: MISC 0x9001040101086 ", "mce_edac"),
+    ("EDAC pnd2 MC0: PROCESSOR 0:506f1 TIME 1526345632 SOCKET 0 APIC 0", "mce_edac"),
+    ("EDAC igen6 MC1: HANDLING IBECC MEMORY ERROR", "mce_edac"),
+    # drivers/pci/pcie/err.c: the end of an AER report, an error recovered from
+    ("pcieport 0000:d7:02.0: AER: device recovery successful", "pcie_aer"),
+    ("[  88.4] pcieport 0002:00:00.0: AER: Device recovery successful", "pcie_aer"),
+    ("pcieport 0000:d7:02.0: AER: device recovery failed", "pcie_aer"),
+    # kernel-open/nvidia/nvlink_linux.c nvlink_core_init: the NVLink core module failing to load
+    ("nvidia-nvlink: alloc_chrdev_region failed: -12", "other_fault"),
+    ("nvidia-nvlink:  Unable to create cdev", "other_fault"),
+    ("nvidia-nvlink: Failed to initialize driver : -22", "other_fault"),
+    # nv.c and osapi.c: every line of the API version refusal, both forms
+    ("NVRM: this kernel module has the version 535.161.07.  Please", "other_fault"),
+    ("NVRM: make sure that this kernel module and all NVIDIA driver", "other_fault"),
+    ("NVRM: components have the same version.", "other_fault"),
+    ("NVRM: API mismatch: the client 'nvidia-smi' (pid 40211)", "other_fault"),
+    ("NVRM: has the version 550.54.14, but this kernel module has", "other_fault"),
+    ("NVRM: the version 550.90.07.  Please make sure that this", "other_fault"),
+    ("NVRM: kernel module and all NVIDIA driver components", "other_fault"),
+    ("NVRM: have the same version.", "other_fault"),
+    # drivers/infiniband/core/restrack.c: an RDMA device unregistered with resources still held
+    ("infiniband mlx5_3: BUG: RESTRACK detected leak of resources", "infiniband"),
+    ("infiniband bnxt_re0: User QP object allocated by ib_write_bw is not freed", "infiniband"),
+    ("restrack: Kernel PD object allocated by ib_srpt is not freed", "infiniband"),
+    # a data write that failed, reported by XFS or iomap: a plain I/O error (other_fault), not a shutdown
+    ("XFS (nvme0n1p1): writeback error on sector 1833216", "other_fault"),
+    ("XFS (dm-3): writeback error -5 on sector 88211", "other_fault"),
+    ("dm-2: writeback error on inode 13631620, offset 1048576, sector 27313152", "other_fault"),
+    ("XFS (md127): page discard on page 00000000c6dc2f19, inode 0x10000a3, offset 28672.", "other_fault"),
+    ("XFS (sdc): Superblock has bad magic number 0x0. Not an XFS filesystem?", "fs_readonly"),
     # the GPU drivers' reset path: the hang and a failed reset stay faults beside the success lines below
     ("amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!", "other_fault"),
     ("amdgpu 0000:0b:00.0: amdgpu: GPU reset(2) failed", "other_fault"),
