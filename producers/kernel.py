@@ -73,8 +73,9 @@ def rules() -> tuple[Rule, ...]:
 
 _KMSG_HEAD = re.compile(r"^(?P<prio>\d+),\d+,\d+,[^;]*;")
 _ANGLE_PRIO = re.compile(r"^<(?P<prio>\d+)>")
-# dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso
-_DMESG_X = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*:\s*")
+# dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso; util-linux's level names only, so that a
+# message that starts with two words and colons ("task:rs:main Q:Reg state:D") keeps them
+_DMESG_X = re.compile(r"^(?P<fac>[a-z]+\d?)\s*:(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s*")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 # "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
 # "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start, but not lockdep's old

@@ -10,6 +10,7 @@ FAULTS = [
     ("INFO: task Isolated Web Co:48213 blocked for more than 245 seconds.", "hung_task"),
     ("[ 3318.20] INFO: task gdbus worker:3301 blocked for more than 120 seconds.", "hung_task"),
     ("task:Isolated Web Co state:D stack:0     pid:5120  ppid:4882   flags:0x00004002", "hung_task"),
+    ("task:rs:main Q:Reg   state:D stack:0     pid:912   ppid:1      flags:0x00000002", "hung_task"),
     # an EDAC chipset driver's detail lines through edac_mc_chipset_printk 'EDAC %s MC%d: ' (igen6, skx_common,
     # sb_edac, i7core, pnd2)
     ("EDAC skx MC2: ADDR 0x2f5e1c0c0 ", "mce_edac"),

@@ -308,11 +308,14 @@ def test_a_hung_task_names_its_process_whole_when_the_name_holds_spaces_and_colo
         "INFO: task Isolated Web Co:48213 blocked for more than 245 seconds.",
         "task:gdbus worker    state:D stack:0     pid:3301  ppid:1      flags:0x00004002",
         "INFO: task kworker/u16:3:9122 blocked for more than 1228 seconds.",
+        # 'in:' would read as dmesg -x's facility and level, were the level not one of util-linux's names
+        "task:in:imjournal    state:D stack:0     pid:1187  ppid:1      flags:0x00000002",
     )
     assert [(f.kind, f.pid, f.process) for f in map(classify, lines)] == [
         ("hung_task", 48213, "Isolated Web Co"),
         ("hung_task", 3301, "gdbus worker"),
         ("hung_task", 9122, "kworker/u16:3"),
+        ("hung_task", 1187, "in:imjournal"),
     ]
 
 
