@@ -35,6 +35,21 @@ FAULTS = [
     ("NVRM: the version 550.90.07.  Please make sure that this", "other_fault"),
     ("NVRM: kernel module and all NVIDIA driver components", "other_fault"),
     ("NVRM: have the same version.", "other_fault"),
+    # nv.c / nv-pci.c: the other multi-line refusals, every line (the GSP catch-all must not take 'System Processor
+    # (GSP).' for a GSP failure)
+    ("NVRM: System Processor (GSP).", "other_fault"),
+    ("NVRM: Please see the 'Open Linux Kernel Modules' and 'GSP", "other_fault"),
+    ("NVRM: Firmware' sections in the driver README, available on", "other_fault"),
+    ("NVRM: the Linux graphics driver download page at", "other_fault"),
+    ("NVRM: NVIDIA 470.xx driver release.", "other_fault"),
+    ("NVRM: in this release's README, available on the operating system", "other_fault"),
+    ("NVRM: The NVIDIA vGPU 0000:b1:00.4 (PCI ID: 10de:2331)", "other_fault"),
+    ("NVRM: This can occur when another driver was loaded and ", "other_fault"),
+    ("NVRM: nouveau, rivafb, nvidiafb or rivatv ", "other_fault"),
+    ("NVRM: was loaded and obtained ownership of the NVIDIA device(s).", "other_fault"),
+    ("NVRM: driver(s)), then try loading the NVIDIA kernel module", "other_fault"),
+    ("NVRM: again.", "other_fault"),
+    ("NVRM: occur when a driver such as rivatv is loaded and claims", "other_fault"),
     # drivers/infiniband/core/restrack.c: an RDMA device unregistered with resources still held
     ("infiniband mlx5_3: BUG: RESTRACK detected leak of resources", "infiniband"),
     ("infiniband bnxt_re0: User QP object allocated by ib_write_bw is not freed", "infiniband"),
@@ -87,6 +102,9 @@ BENIGN = [
     "EDAC DEBUG: ecclog_mce_handler: ADDR 0x4c3a8e000",
     "EDAC MC1: Giving out device to module igen6_edac controller Intel_client_SoC MC#1: DEV 0000:00:00.0 (INTERRUPT)",
     "nvidia-nvlink: Nvlink Core is being initialized, major device number 236",
+    "NVRM: nvidia-bug-report.sh as root to collect this data before",
+    "NVRM: the NVIDIA kernel module is unloaded.",
+    "NVRM: Persistence mode is deprecated and will be removed in a future release. Please use nvidia-persistenced instead.",
     "XFS (nvme0n1p1): Ending clean mount",
     # pciehp's 'Link Down/Up ignored' without '(recovered by DPC)': holdout15 calls one pcie_link, the corpus and
     # holdout11 benign (the kernel's own secondary bus reset); disputed, kept benign
