@@ -11,6 +11,7 @@ FAULTS = [
     ("[ 3318.20] INFO: task gdbus worker:3301 blocked for more than 120 seconds.", "hung_task"),
     ("task:Isolated Web Co state:D stack:0     pid:5120  ppid:4882   flags:0x00004002", "hung_task"),
     ("task:rs:main Q:Reg   state:D stack:0     pid:912   ppid:1      flags:0x00000002", "hung_task"),
+    ("INFO: task Web Content:4321 is blocked on a mutex likely owned by task gdbus worker:9876.", "hung_task"),
     # an EDAC chipset driver's detail lines through edac_mc_chipset_printk 'EDAC %s MC%d: ' (igen6, skx_common,
     # sb_edac, i7core, pnd2)
     ("EDAC skx MC2: ADDR 0x2f5e1c0c0 ", "mce_edac"),
@@ -59,6 +60,8 @@ FAULTS = [
     ("XFS (dm-3): writeback error -5 on sector 88211", "other_fault"),
     ("dm-2: writeback error on inode 13631620, offset 1048576, sector 27313152", "other_fault"),
     ("XFS (md127): page discard on page 00000000c6dc2f19, inode 0x10000a3, offset 28672.", "other_fault"),
+    ("BTRFS warning (device sdd1): lost page write due to IO error on /dev/sdd1 (-5)", "other_fault"),
+    ("btrfs: lost page write due to IO error on /dev/sdb1", "other_fault"),
     ("XFS (sdc): Superblock has bad magic number 0x0. Not an XFS filesystem?", "fs_readonly"),
     # the GPU drivers' reset path: the hang and a failed reset stay faults beside the success lines below
     ("amdgpu 0000:c3:00.0: amdgpu: GPU reset begin!", "other_fault"),
