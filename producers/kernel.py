@@ -73,8 +73,9 @@ def rules() -> tuple[Rule, ...]:
 
 _KMSG_HEAD = re.compile(r"^(?P<prio>\d+),\d+,\d+,[^;]*;")
 _ANGLE_PRIO = re.compile(r"^<(?P<prio>\d+)>")
-# dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso
-_DMESG_X = re.compile(r"^(?P<fac>[a-z]+)\s*:(?P<lvl>[a-z]+)\s*:\s*")
+# dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso; util-linux's level names only, so that a
+# message that starts with two words and colons ("task:rs:main Q:Reg state:D") keeps them
+_DMESG_X = re.compile(r"^(?P<fac>[a-z]+\d?)\s*:(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s*")
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 # "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
 # "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start, but not lockdep's old
@@ -165,8 +166,8 @@ _PCI_NVRM = re.compile(r"\bPCI:([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\
 _XID_PID = re.compile(r"\bpid=(?:(?P<pid>\d+)|'?<unknown>'?)")
 _XID_NAME = re.compile(r"\bname=(?P<name>.+?)(?:, |,$|$)")
 _PROC_PATTERNS = (
-    re.compile(r"\btask (?P<name>\S+):(?P<pid>\d+) blocked for"),
-    re.compile(r"^task:(?P<name>\S+)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
+    re.compile(r"\btask (?P<name>.{1,15}?):(?P<pid>\d+) blocked for"),  # a comm may hold spaces and colons
+    re.compile(r"^task:(?P<name>.{1,15}?)\s+state:\S+.*?\bpid:\s*(?P<pid>\d+)"),
     re.compile(r"\b(?:Killed|reaped) process (?P<pid>\d+) \((?P<name>[^)]*)\)"),
     re.compile(r"\btask=(?P<name>[^,]+),pid=(?P<pid>\d+)"),
     re.compile(r"soft lockup[\s.:-]{1,5}CPU#\d+ stuck for \d+s!\W{0,3}\[(?P<name>.+):(?P<pid>\d+)\]"),

@@ -303,6 +303,22 @@ def test_a_process_the_driver_could_not_name_is_none_and_leading_zeros_do_not_ma
     assert (padded.kind, padded.xid, padded.pid, padded.process) == ("xid", 13, 1234, "a")
 
 
+def test_a_hung_task_names_its_process_whole_when_the_name_holds_spaces_and_colons() -> None:
+    lines = (
+        "INFO: task Isolated Web Co:48213 blocked for more than 245 seconds.",
+        "task:gdbus worker    state:D stack:0     pid:3301  ppid:1      flags:0x00004002",
+        "INFO: task kworker/u16:3:9122 blocked for more than 1228 seconds.",
+        # 'in:' would read as dmesg -x's facility and level, were the level not one of util-linux's names
+        "task:in:imjournal    state:D stack:0     pid:1187  ppid:1      flags:0x00000002",
+    )
+    assert [(f.kind, f.pid, f.process) for f in map(classify, lines)] == [
+        ("hung_task", 48213, "Isolated Web Co"),
+        ("hung_task", 3301, "gdbus worker"),
+        ("hung_task", 9122, "kworker/u16:3"),
+        ("hung_task", 1187, "in:imjournal"),
+    ]
+
+
 def test_the_nvlink_detail_is_read_for_xids_144_to_150_only() -> None:
     line = "NVRM: Xid (PCI:0009:01:00): {}, NETIR_LINK_EVT  Fatal   XC0 i0 Link 15 (0x0215e5c6 0x0)"
     details = {x: (f.nvlink_subcode, f.nvlink_unit, f.nvlink_fatal) for x in (143, 144, 150, 151)

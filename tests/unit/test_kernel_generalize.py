@@ -14,6 +14,7 @@ from tests.unit import kernel_cases_holdout9 as holdout9
 from tests.unit import kernel_cases_holdout10 as holdout10
 from tests.unit import kernel_cases_holdout11 as holdout11
 from tests.unit import kernel_cases_holdout12 as holdout12
+from tests.unit import kernel_cases_holdout14 as holdout14
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -380,6 +381,7 @@ ALL_FAULTS = (
     + holdout10.FAULTS
     + holdout11.FAULTS
     + holdout12.FAULTS
+    + holdout14.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -390,6 +392,7 @@ ALL_BENIGN = (
     + holdout10.BENIGN
     + holdout11.BENIGN
     + holdout12.BENIGN
+    + holdout14.BENIGN
 )
 
 
