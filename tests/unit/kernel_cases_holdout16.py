@@ -1,0 +1,129 @@
+"""Families holdout16 and holdout17 (tests/data/kernel_lines_holdout16.jsonl, holdout17) showed missing or of the
+wrong kind, each written from its printk format with other drivers, devices and values than the labelled lines, the
+families next to them, and the informational lines of the same sources that must stay benign."""
+
+from __future__ import annotations
+
+FAULTS = [
+    # NVRM: the GSP's boot failure quoted without its function, the RM's assertions printed 'NVRM ' with no colon,
+    # an RPC event's name quoted alone (other_fault) where the function that names GSP keeps it gsp, the mappings the
+    # RM left behind, a GPU the NVSwitch fabric did not configure
+    ("NVRM: GPU3 (the GPU is likely in a bad state and may need to be reset)", "gsp"),
+    ("[   41.2] NVRM: (the GPU may be in a bad state and may need to be reset)", "gsp"),
+    ("NVRM GPU1 nvAssertFailedNoLog: Assertion failed: pKernelBus != NULL @ kern_bus.c:1203", "other_fault"),
+    (
+        "NVRM nvCheckOkFailedNoLog: Check failed: Invalid state [NV_ERR_INVALID_STATE] (0x00000040) returned from "
+        "kgspExecuteSequencerBuffer(pGpu, pKernelGsp, pParams) @ kernel_gsp.c:1701",
+        "other_fault",
+    ),
+    ("NVRM: GPU1 GSP_LOCKDOWN_NOTICE during bootup without API lock", "other_fault"),
+    (
+        "NVRM: _kgspProcessRpcEvent: Attempted to process RPC event from GPU1: 0x1017 (MMU_FAULT_QUEUED) during "
+        "bootup without API lock",
+        "gsp",
+    ),
+    ("NVRM: clientUnmapResourceRefMappings: hContext: beef0011 at addr 7FC01000", "other_fault"),
+    ("NVRM: knvlinkCheckNvswitchP2pConfig_IMPL: GPU 2 doesn't have a fabric address", "nvlink"),
+    # nouveau on the GSP-RM (r535.c): an RPC the GSP failed (gsp), its RC and the FIFO killing a channel (other_fault)
+    ("nouveau 0000:65:00.0: gsp: cli:0xc1d00004 obj:0xcaf00000 ctrl cmd:0x20800a2a failed: 0x0000001f", "gsp"),
+    ("nouveau 0000:2d:00.0: gsp: RM_ALLOC: 0x1f", "gsp"),
+    (
+        "nouveau 0000:41:00.0: gsp: rc engn:00000002 chid:7 gfid:0 level:2 type:38 scope:1 part:233 "
+        "fault_addr:0000000000000000 fault_type:00000000",
+        "other_fault",
+    ),
+    ("nouveau 0000:08:00.0: fifo:000000:0006:[gnome-shell[2211]] errored - disabling channel", "other_fault"),
+    ("nouveau 0000:01:00.0: fifo: SCHED_ERROR 0a [CTXSW_TIMEOUT]", "other_fault"),
+    ("nouveau 0000:02:00.0: fifo: CACHE_ERROR - ch 3 [Xorg[812]] subc 1 mthd 0060 data 00000000", "other_fault"),
+    # Tegra's nvgpu: an ERR-level log line of any unit, and gk20a's dev_err before nvgpu's own log format
+    (
+        "nvgpu: 17000000.ga10b     ga10b_fifo_ctxsw_timeout_isr:212  [ERR]  Host pfifo ctxsw timeout error",
+        "other_fault",
+    ),
+    (
+        "nvgpu: 57000000.gpu gk20a_fifo_handle_pbdma_intr:1877 [ERR]  pbdma_intr_0(0):0x00004000 PBH: 20040001",
+        "other_fault",
+    ),
+    (
+        "gk20a 57000000.gpu: gk20a_fifo_handle_mmu_fault: mmu fault on engine 0, engine subid 0 (gpc), client 1 "
+        "(t1 0), addr 0x1001b000, type 2 (pde size), access_type 0x00000000,inst_ptr 0x7ff8f000",
+        "other_fault",
+    ),
+    # amdgpu's and radeon's GPU page-fault detail lines (gmc_v*_0.c, *hub_v*_0.c, cik.c)
+    ("amdgpu 0000:03:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00841051", "other_fault"),
+    ("amdgpu 0000:0c:00.0: amdgpu: \t Faulty UTCL2 client ID: TCP (0x8)", "other_fault"),
+    ("amdgpu 0000:0c:00.0: amdgpu: \t WALKER_ERROR: 0x0", "other_fault"),
+    ("amdgpu 0000:0c:00.0: amdgpu: \t MAPPING_ERROR: 0x1", "other_fault"),
+    ("amdgpu 0000:0c:00.0: amdgpu:   in page starting at address 0x0000800100a00000 from client 27", "other_fault"),
+    ("radeon 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_ADDR   0x0010B1D4", "other_fault"),
+    ("amdgpu 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_STATUS 0x0A04C00C", "other_fault"),
+    # amdgpu's firmware not answering: MES, PSP, SMU
+    ("amdgpu 0000:83:00.0: amdgpu: MES ring buffer is full.", "other_fault"),
+    (
+        "amdgpu 0000:0b:00.0: amdgpu: psp gfx command LOAD_TA(0x1) failed and response status is (0xFFFF000A)",
+        "other_fault",
+    ),
+    ("[drm] psp command (0x6) failed and response status is (0x0)", "other_fault"),
+    (
+        "amdgpu 0000:0e:00.0: amdgpu: SMU: I'm not done with your previous command: SMN_C2PMSG_66:0x00000011 "
+        "SMN_C2PMSG_82:0x00000000",
+        "other_fault",
+    ),
+    (
+        "amdgpu 0000:0e:00.0: amdgpu: SMU: response:0xFFFFFFFF for index:18 param:0x00000005 "
+        "message:TransferTableSmu2Dram?",
+        "other_fault",
+    ),
+    # mlx5's health and command lines quoted without their device head, a LACP port that lost its speed
+    ("print_health_info:431:(pid 0): Health issue observed, High temperature, severity(1) ALERT:", "infiniband"),
+    ("poll_health:801:(pid 0): device's health compromised - reached miss count", "infiniband"),
+    ("mlx5e_tc_esw_init:5210:(pid 1187): Failed to initialize tc, err=-95", "infiniband"),
+    ("bond1: (slave ens2f1np1): speed changed to 0 on port 2", "infiniband"),
+    # block and filesystem I/O failures that are no journal abort (other_fault)
+    ("device-mapper: thin: 252:3: aborting current metadata transaction", "other_fault"),
+    ("Trying to write to read-only block-device nvme0n1p3", "other_fault"),
+    ("generic_make_request: Trying to write to read-only block-device dm-4 (partno 0)", "other_fault"),
+    ("JBD2: Failed to read block at offset 2011", "other_fault"),
+    # an expedited RCU stall's lines
+    ("rcu: blocking rcu_node structures (internal RCU debug): l=0:0-63:0x1/.", "soft_lockup"),
+    (" } 21002 jiffies s: 1213 root: 0x4/.", "soft_lockup"),
+    # a suspend that could not freeze, a CPU mitigation not applied, an init that could not run
+    ("Freezing of tasks failed after 20.007 seconds (2 tasks refusing to freeze, wq_busy=0):", "other_fault"),
+    (
+        "Freezing remaining freezable tasks failed after 20.003 seconds (0 tasks refusing to freeze, wq_busy=1):",
+        "other_fault",
+    ),
+    ("4,812,3011,-;Unpatched return thunk in use. This should not happen!", "other_fault"),
+    ("Starting init: /bin/sh exists but couldn't execute it (error -8)", "other_fault"),
+    ("Failed to execute /sbin/myinit (error -2).  Attempting defaults...", "other_fault"),
+    # an SD/eMMC controller or card failing (drivers/mmc)
+    ("sunxi-mmc 4020000.mmc: smc 0 err, cmd 18, RD DCRC !!", "other_fault"),
+    ("mmc1: Timeout waiting for hardware interrupt.", "other_fault"),
+    ("mmc0: Got data interrupt 0x00000002 even though no data operation was in progress.", "other_fault"),
+    ("mmcblk0: recovery failed!", "other_fault"),
+]
+
+NOUVEAU_XID = (
+    "nouveau 0000:c1:00.0: gsp: Xid:13 Graphics SM Warp Exception on (GPC 1, TPC 0, SM 1)",
+    13,
+    "0000:c1:00.0",
+)
+
+BENIGN = [
+    "nouveau 0000:01:00.0: gsp: cli:0xc1d00002 obj:0x00730000 ctrl cmd:0x00731341 params_size:24",
+    "nouveau 0000:01:00.0: gsp:msg fn:4108 len:0x20/0x0 res:0x0 resp:0x0",
+    "nvgpu: 17000000.gv11b   gk20a_finalize_poweron:613  [INFO]  GPU is powered on",
+    "amdgpu 0000:03:00.0: amdgpu: MES FW version must be >= 0x7f to enable LR compute workaround.",
+    "amdgpu 0000:0b:00.0: amdgpu: reserve 0xa00000 from 0x83fe000000 for PSP TMR",
+    "amdgpu 0000:0e:00.0: amdgpu: SMU is initialized successfully!",
+    "mlx5_fw_tracer_start:776:(pid 12011): FWTracer: Ownership granted and active",
+    "bond0: (slave enp65s0f1): Enslaving as a backup interface with an up link",
+    "device-mapper: thin: Data device (dm-1) discard unsupported: Disabling discard passdown.",
+    "rcu: RCU calculated value of scheduler-enlistment delay is 25 jiffies.",
+    "Freezing remaining freezable tasks completed (elapsed 0.001 seconds)",
+    "Run /init as init process",
+    "mmc0: new ultra high speed SDR104 SDXC card at address aaaa",
+    "sunxi-mmc 1c0f000.mmc: initialized, max. request size: 16384 KB",
+    "mmcblk0: mmc0:aaaa SD64G 59.5 GiB",
+    "sdhci-pci 0000:00:1e.6: SDHCI controller found [8086:9d2b] (rev 21)",
+]
