@@ -101,6 +101,42 @@ FAULTS = [
     ("mmc1: Timeout waiting for hardware interrupt.", "other_fault"),
     ("mmc0: Got data interrupt 0x00000002 even though no data operation was in progress.", "other_fault"),
     ("mmcblk0: recovery failed!", "other_fault"),
+    # the families next to them: the other GPU drivers' hangs and faults (i915, xe, nouveau's graphics engine,
+    # amdgpu's RAS counts, radeon's lockup)
+    ("[drm] GPU HANG: ecode 12:1:a8dfbefd, in kwin_x11 [1403], reason: Hang on rcs0, action: reset", "other_fault"),
+    ("i915 0000:00:02.0: [drm] GPU HANG: ecode 9:1:85dffffb, in Xorg [1235]", "other_fault"),
+    ("i915 0000:00:02.0: [drm] vcs0 heartbeat {seqno:3:4410, prio:-2147483645} not ticking", "other_fault"),
+    ("xe 0000:4d:00.0: [drm] GT1: Engine reset: engine_class=vcs, logical_mask: 0x2, guc_id=17", "other_fault"),
+    (
+        "xe 0000:03:00.0: [drm] Tile0: GT0: Timedout job: seqno=4294967169, lrc_seqno=4294967169, guc_id=2, "
+        "flags=0x0 in glxgears [2345]",
+        "other_fault",
+    ),
+    ("xe 0000:03:00.0: [drm] GT0: reset started", "other_fault"),
+    (
+        "nouveau 0000:01:00.0: gr: GPC1/TPC2/MP trap: global 00000004 [MULTIPLE_WARP_ERRORS] warp 0010 [OOR_ADDR]",
+        "other_fault",
+    ),
+    (
+        "nouveau 0000:01:00.0: gr: GPC0/PROP trap: 00000004 [RT_LINEAR_MISMATCH] x = 0, y = 0, format = 14, storage type = 0",
+        "other_fault",
+    ),
+    (
+        "nouveau 0000:02:00.0: gr: 00100000 [] ch 5 [007f37e000 firefox[2231]] subc 2 class a297 mthd 1a2c data 00000040",
+        "other_fault",
+    ),
+    (
+        "nouveau 0000:01:00.0: fb: trapped write at 0000203000 on channel 3 [1fa9c000 Xorg[966]] engine 00 [PGRAPH] "
+        "client 07 [DISPATCH] subclient 04 [M2M_OUT] reason 00000002 [PAGE_NOT_PRESENT]",
+        "other_fault",
+    ),
+    ("amdgpu 0000:0a:00.0: amdgpu: 2 uncorrectable hardware errors detected in UMC block", "other_fault"),
+    (
+        "amdgpu 0000:b3:00.0: amdgpu: socket: 1, die: 0 4 new correctable hardware errors detected in umc block",
+        "other_fault",
+    ),
+    ("amdgpu 0000:c1:00.0: amdgpu: device lost from bus!", "other_fault"),
+    ("radeon 0000:01:00.0: ring 3 stalled for more than 10240msec", "other_fault"),
 ]
 
 NOUVEAU_XID = (
@@ -126,4 +162,8 @@ BENIGN = [
     "sunxi-mmc 1c0f000.mmc: initialized, max. request size: 16384 KB",
     "mmcblk0: mmc0:aaaa SD64G 59.5 GiB",
     "sdhci-pci 0000:00:1e.6: SDHCI controller found [8086:9d2b] (rev 21)",
+    "i915 0000:00:02.0: [drm] GPU hangs can indicate a bug anywhere in the entire gfx stack, including userspace.",
+    "i915 0000:00:02.0: [drm] Please file a _new_ bug report at https://gitlab.freedesktop.org/drm/intel/issues/new.",
+    "i915 0000:00:02.0: [drm] The GPU crash dump is required to analyze GPU hangs, so please always attach it.",
+    "nouveau 0000:01:00.0: DRM: VRAM: 2048 MiB",
 ]
