@@ -137,6 +137,18 @@ FAULTS = [
     ),
     ("amdgpu 0000:c1:00.0: amdgpu: device lost from bus!", "other_fault"),
     ("radeon 0000:01:00.0: ring 3 stalled for more than 10240msec", "other_fault"),
+    # the NVIDIA driver's other non-Xid errors: every line of the IRQ refusal, the recovery action quoted without
+    # its Xid; mlx5's health report detail lines quoted without their device
+    ("NVRM: Please check your BIOS settings.", "other_fault"),
+    ("NVRM: [Assign IRQ to VGA] should be set to YES ", "other_fault"),
+    (
+        "NVRM: GPU 0000:c3:00.0: GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)",
+        "other_fault",
+    ),
+    ("assert_exit_ptr 0x00a7b2f4", "infiniband"),
+    ("synd 0x8: unrecoverable hardware error", "infiniband"),
+    ("irisc_index 3", "infiniband"),
+    ("print_health_info:429:(pid 0): hw_id 0x0000020d", "infiniband"),
 ]
 
 NOUVEAU_XID = (
@@ -166,4 +178,6 @@ BENIGN = [
     "i915 0000:00:02.0: [drm] Please file a _new_ bug report at https://gitlab.freedesktop.org/drm/intel/issues/new.",
     "i915 0000:00:02.0: [drm] The GPU crash dump is required to analyze GPU hangs, so please always attach it.",
     "nouveau 0000:01:00.0: DRM: VRAM: 2048 MiB",
+    "NVRM: GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
+    "fw_ver 16.35.2000",
 ]
