@@ -149,6 +149,11 @@ FAULTS = [
     ("synd 0x8: unrecoverable hardware error", "infiniband"),
     ("irisc_index 3", "infiniband"),
     ("print_health_info:429:(pid 0): hw_id 0x0000020d", "infiniband"),
+    # dm-thin's and the persistent-data library's other refusals
+    ("device-mapper: thin: 253:4: no free data space available.", "other_fault"),
+    ("device-mapper: thin: 253:4: unable to service pool target messages in READ_ONLY or FAIL mode", "other_fault"),
+    ("device-mapper: thin metadata: couldn't read superblock", "other_fault"),
+    ("device-mapper: space map common: unable to decrement a reference count below 0", "other_fault"),
 ]
 
 NOUVEAU_XID = (
@@ -180,4 +185,7 @@ BENIGN = [
     "nouveau 0000:01:00.0: DRM: VRAM: 2048 MiB",
     "NVRM: GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)",
     "fw_ver 16.35.2000",
+    "device-mapper: thin: 253:2: reached low water mark for data device: sending event.",
+    "device-mapper: ioctl: 4.45.0-ioctl (2021-03-22) initialised: dm-devel@redhat.com",
+    "sdhci-tegra 3440000.sdhci: Tuning failed, falling back to fixed sampling clock",
 ]
