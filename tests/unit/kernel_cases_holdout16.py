@@ -154,6 +154,16 @@ FAULTS = [
     ("device-mapper: thin: 253:4: unable to service pool target messages in READ_ONLY or FAIL mode", "other_fault"),
     ("device-mapper: thin metadata: couldn't read superblock", "other_fault"),
     ("device-mapper: space map common: unable to decrement a reference count below 0", "other_fault"),
+    # a bond's other members it cannot use (bond_main.c, bond_3ad.c), amdgpu's faulting process line (6.9+),
+    # gk20a's dev_err on an older Tegra device name
+    ("bond0: (slave eth1): failed to get link speed/duplex", "infiniband"),
+    ("bond2: (slave ens1f0np0): Port 1 did not find a suitable aggregator", "infiniband"),
+    ("bond0: (slave ens2f0): invalid new link 1 on slave", "infiniband"),
+    ("amdgpu 0000:03:00.0: amdgpu:  Process blender pid 8812 thread blender:cs0 pid 8840", "other_fault"),
+    (
+        "gk20a gpu.0: gk20a_fifo_handle_mmu_fault: mmu fault on engine 0, engine subid 0 (gpc), client 1 (t1 0)",
+        "other_fault",
+    ),
 ]
 
 NOUVEAU_XID = (
@@ -188,4 +198,6 @@ BENIGN = [
     "device-mapper: thin: 253:2: reached low water mark for data device: sending event.",
     "device-mapper: ioctl: 4.45.0-ioctl (2021-03-22) initialised: dm-devel@redhat.com",
     "sdhci-tegra 3440000.sdhci: Tuning failed, falling back to fixed sampling clock",
+    "bond0: (slave ens2f0): link status up again after 0 ms",
+    "gk20a gpu.0: gk20a_pm_finalize_poweron: GPU is powered on",
 ]
