@@ -164,6 +164,12 @@ FAULTS = [
         "gk20a gpu.0: gk20a_fifo_handle_mmu_fault: mmu fault on engine 0, engine subid 0 (gpc), client 1 (t1 0)",
         "other_fault",
     ),
+    # AER's error-bit lines and nvme's timeouts quoted without their device
+    ("[ 0] RxErr                  (First)", "pcie_aer"),
+    ("   [ 6] BadTLP", "pcie_aer"),
+    ("[   12.33] [14] CmpltTO                (First)", "pcie_aer"),
+    ("I/O 123 QID 4 timeout, aborting", "other_fault"),
+    ("I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 2 timeout, aborting req_op:READ(0) size:4096", "other_fault"),
 ]
 
 NOUVEAU_XID = (
@@ -200,4 +206,5 @@ BENIGN = [
     "sdhci-tegra 3440000.sdhci: Tuning failed, falling back to fixed sampling clock",
     "bond0: (slave ens2f0): link status up again after 0 ms",
     "gk20a gpu.0: gk20a_pm_finalize_poweron: GPU is powered on",
+    "Timeout waiting for the firmware to load",
 ]
