@@ -170,6 +170,15 @@ FAULTS = [
     ("[   12.33] [14] CmpltTO                (First)", "pcie_aer"),
     ("I/O 123 QID 4 timeout, aborting", "other_fault"),
     ("I/O tag 12 (100c) opcode 0x2 (I/O Cmd) QID 2 timeout, aborting req_op:READ(0) size:4096", "other_fault"),
+    # mlx5_core_err's 'func:line:(pid N): ' head, any function, and pciehp's slot lines, quoted without the device
+    ("cmd_work_handler:906:(pid 2211): failed to allocate command entry", "infiniband"),
+    ("poll_health:795:(pid 0): Fatal error 3 detected", "infiniband"),
+    (
+        "wait_func_handle_exec_timeout:1159:(pid 8812): cmd[0]: QUERY_VPORT_COUNTER(0x770) No done completion",
+        "infiniband",
+    ),
+    ("Slot(12): Card not present", "pcie_link"),
+    ("Slot(3-1): Link Down", "pcie_link"),
 ]
 
 NOUVEAU_XID = (
@@ -207,4 +216,7 @@ BENIGN = [
     "bond0: (slave ens2f0): link status up again after 0 ms",
     "gk20a gpu.0: gk20a_pm_finalize_poweron: GPU is powered on",
     "Timeout waiting for the firmware to load",
+    "handle_hca_cap:438:(pid 6016): log_max_qp value in current profile is 18, changing it to HCA capability limit (17)",
+    "Slot(2): Card present",
+    "Slot(7): Link Down/Up ignored",
 ]
