@@ -168,3 +168,17 @@ HOLDOUT15 = DATA / "kernel_lines_holdout15.jsonl"
 @pytest.mark.parametrize("path", [HOLDOUT14, HOLDOUT15], ids=["holdout14", "holdout15"])
 def test_the_floors_hold_on_the_fourteenth_pass_sets(path: Path) -> None:
     test_the_floors_hold(path)
+
+
+# The fifteenth pass's sets: scored once unseen by pass 13 (231/262 fault lines found, 88.2%), then learnt from as
+# families (tests/unit/kernel_cases_holdout16.py). Disputed against earlier sets, each counted a miss here: holdout16's
+# 'RIP: 0010:…' line other_fault (the corpus and every other set: a stack dump's context, benign) and its 'Direct
+# firmware load for nvidia/…/gsp_ga10x.bin failed with error -2' gsp (extra: the same line benign, a missing optional
+# image); holdout17's GHES head lines of a PCIe record pcie_aer (holdout: mce_edac, the section_type line decides).
+HOLDOUT16 = DATA / "kernel_lines_holdout16.jsonl"
+HOLDOUT17 = DATA / "kernel_lines_holdout17.jsonl"
+
+
+@pytest.mark.parametrize("path", [HOLDOUT16, HOLDOUT17], ids=["holdout16", "holdout17"])
+def test_the_floors_hold_on_the_fifteenth_pass_sets(path: Path) -> None:
+    test_the_floors_hold(path)

@@ -15,6 +15,7 @@ from tests.unit import kernel_cases_holdout10 as holdout10
 from tests.unit import kernel_cases_holdout11 as holdout11
 from tests.unit import kernel_cases_holdout12 as holdout12
 from tests.unit import kernel_cases_holdout14 as holdout14
+from tests.unit import kernel_cases_holdout16 as holdout16
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -382,6 +383,7 @@ ALL_FAULTS = (
     + holdout11.FAULTS
     + holdout12.FAULTS
     + holdout14.FAULTS
+    + holdout16.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -393,6 +395,7 @@ ALL_BENIGN = (
     + holdout11.BENIGN
     + holdout12.BENIGN
     + holdout14.BENIGN
+    + holdout16.BENIGN
 )
 
 
@@ -415,3 +418,9 @@ def test_an_xid_without_its_pci_part_keeps_its_code() -> None:
     line, code = holdout9.BARE_XID
     found = classify(line)
     assert (found.kind, found.xid, found.pci_bus_id) == ("xid", code, None)
+
+
+def test_a_nouveau_xid_keeps_its_code_and_device() -> None:
+    line, code, pci = holdout16.NOUVEAU_XID
+    found = classify(line)
+    assert (found.kind, found.xid, found.pci_bus_id) == ("xid", code, pci)
