@@ -15,6 +15,7 @@ from tests.unit import kernel_cases_holdout10 as holdout10
 from tests.unit import kernel_cases_holdout11 as holdout11
 from tests.unit import kernel_cases_holdout12 as holdout12
 from tests.unit import kernel_cases_holdout14 as holdout14
+from tests.unit import kernel_cases_holdout18 as holdout18
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -382,6 +383,7 @@ ALL_FAULTS = (
     + holdout11.FAULTS
     + holdout12.FAULTS
     + holdout14.FAULTS
+    + holdout18.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -393,6 +395,7 @@ ALL_BENIGN = (
     + holdout11.BENIGN
     + holdout12.BENIGN
     + holdout14.BENIGN
+    + holdout18.BENIGN
 )
 
 
@@ -415,3 +418,8 @@ def test_an_xid_without_its_pci_part_keeps_its_code() -> None:
     line, code = holdout9.BARE_XID
     found = classify(line)
     assert (found.kind, found.xid, found.pci_bus_id) == ("xid", code, None)
+
+
+def test_a_gpu_lost_in_d3cold_stays_the_links() -> None:
+    line, kind = holdout18.GPU_D3COLD
+    assert classify(line).kind == kind
