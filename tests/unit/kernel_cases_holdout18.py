@@ -14,6 +14,8 @@ FAULTS = [
     ("sd 5:0:0:0: [sdf] tag#2 Add. Sense: Logical unit not ready, initializing command required", "other_fault"),
     ("sd 1:0:0:3: [sdz] Add. Sense: Write protected", "other_fault"),
     ("sd 1:0:0:3: [sdz] Add. Sense: Peripheral device write fault", "other_fault"),
+    ("sd 4:0:0:0: [sde] tag#30 Add. Sense: No seek complete", "other_fault"),
+    ("sd 4:0:0:0: [sde] tag#30 Add. Sense: Recorded entity not found", "other_fault"),
     # mpt3sas/mpt2sas _base_sas_log_info 'log_info(0x%08x): originator(%s), …' from the SAS protocol layer
     ("mpt3sas_cm1: log_info(0x31110e05): originator(PL), code(0x11), sub_code(0x0e05)", "other_fault"),
     ("[ 77.1] mpt2sas_cm0: log_info(0x31080000): originator(PL), code(0x08), sub_code(0x0000)", "other_fault"),
@@ -40,6 +42,10 @@ FAULTS = [
     ),
     ("ibp65s0: queue stopped 0, tx_head 9, tx_tail 9", "infiniband"),
     ("[ 6.2] WQE DUMP: WQ size 512 WQ cur size 3, WQE index 0x1a2, len: 64", "infiniband"),
+    # the RDMA NICs next to them: irdma's and i40iw's control-QP command failures, which carry no error word
+    ("ice 0000:af:00.0 irdma0: cqp opcode = 0x1 maj_err_code = 0x800b min_err_code = 0x8006", "infiniband"),
+    ("infiniband irdma1: cqp opcode = 0x22 maj_err_code = 0xffff min_err_code = 0x8001", "infiniband"),
+    ("i40iw_cqp_ce_handler: opcode = 0x2 maj_err_code = 0x8002 min_err_code = 0x0", "infiniband"),
     # AMD's UMC address translation failing while an MCE is decoded
     ("mce: umc_normaddr_to_sysaddr: Invalid interleave address select 5.", "mce_edac"),
     ("EDAC amd64: umc_normaddr_to_sysaddr: Invalid DramBaseAddress range: 0x3a0.", "mce_edac"),
@@ -88,6 +94,8 @@ BENIGN = [
     "sd 2:0:0:0: [sdc] Add. Sense: No additional sense information",
     "sd 2:0:0:0: [sdc] Sense Key : Unit Attention [current]",
     "sd 2:0:0:0: [sdc] Add. Sense: Power on, reset, or bus device reset occurred",
+    "sd 2:0:0:0: [sdc] Add. Sense: Invalid field in cdb",
+    "sd 2:0:0:0: [sdc] Add. Sense: Medium not present",
     # the HBA's configuration-page answer and RAID notices, recoveries, the firmware's informational events
     "mpt3sas_cm0: log_info(0x30030109): originator(IOP), code(0x03), sub_code(0x0109)",
     "mpt2sas_cm0: log_info(0x32010081): originator(IR), code(0x01), sub_code(0x0081)",
@@ -100,6 +108,9 @@ BENIGN = [
     "<mlx4_ib> mlx4_ib_add: mlx4_ib: Mellanox ConnectX InfiniBand driver v2.2-1 (Feb 2014)",
     "BTRFS warning (device dm-3): read-write for sector size 4096 with page size 65536 is experimental",
     "mce: mc_poll_banks_default: CPU3 irq ctxt level: 1",
+    "bnxt_re: Broadcom NetXtreme-C/E RoCE Driver",
+    "irdma: Intel(R) Ethernet Protocol Driver for RDMA",
+    "efa 0000:00:06.0: Setup done",
 ]
 
 # Not a storage device: the D3cold refusal of a GPU or a port stays the PCIe link's.
