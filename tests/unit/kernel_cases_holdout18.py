@@ -16,6 +16,17 @@ FAULTS = [
     ("sd 1:0:0:3: [sdz] Add. Sense: Peripheral device write fault", "other_fault"),
     ("sd 4:0:0:0: [sde] tag#30 Add. Sense: No seek complete", "other_fault"),
     ("sd 4:0:0:0: [sde] tag#30 Add. Sense: Recorded entity not found", "other_fault"),
+    # the same lines without CONFIG_SCSI_CONSTANTS' names, and a disposition the table does not name
+    (
+        "sd 3:0:4:0: [sdj] tag#7129 UNKNOWN(0x2003) Result: hostbyte=0x0b driverbyte=DRIVER_OK cmd_age=23s",
+        "other_fault",
+    ),
+    ("sd 2:0:0:0: [sdc] tag#9 ASC=0x11 ASCQ=0x4", "other_fault"),
+    ("sd 2:0:0:0: [sdc] tag#9 ASC=0x4 ASCQ=0x2", "other_fault"),
+    # mpt3sas's error handler failing a task abort or a reset
+    ("sd 0:0:3:0: task abort: FAILED scmd(0x00000000c6a2b6a6)", "other_fault"),
+    ("sd 0:0:3:0: target reset: FAILED scmd(0x00000000c6a2b6a6)", "other_fault"),
+    ("mpt3sas_cm1: diag reset: FAILED", "other_fault"),
     # mpt3sas/mpt2sas _base_sas_log_info 'log_info(0x%08x): originator(%s), …' from the SAS protocol layer
     ("mpt3sas_cm1: log_info(0x31110e05): originator(PL), code(0x11), sub_code(0x0e05)", "other_fault"),
     ("[ 77.1] mpt2sas_cm0: log_info(0x31080000): originator(PL), code(0x08), sub_code(0x0000)", "other_fault"),
@@ -101,6 +112,12 @@ BENIGN = [
     "mpt2sas_cm0: log_info(0x32010081): originator(IR), code(0x01), sub_code(0x0081)",
     "scsi host9: uas_eh_device_reset_handler success",
     "smartpqi 0000:5e:00.0: reset of scsi 14:1:0:0: SUCCESS",
+    "sd 0:0:3:0: task abort: SUCCESS scmd(0x00000000c6a2b6a6)",
+    "mpt3sas_cm0: diag reset: SUCCESS",
+    "sd 0:0:0:3: [sdd] tag#4 Sense Key : 0x5 [current]",
+    "sd 0:0:0:3: [sdd] tag#4 ASC=0x20 ASCQ=0x0",
+    "sd 0:0:0:0: [sda] tag#0 ASC=0x28 ASCQ=0x0",
+    "sd 1:0:0:0: [sdb] tag#2 ASC=0x18 ASCQ=0x2",
     "megaraid_sas 0000:03:00.0: 6014 (691193826s/0x0020/info) - Patrol Read corrected medium error on PD 03(e0x20/s3)",
     "megaraid_sas 0000:03:00.0: 6016 (691193900s/0x0002/progress) - Rebuild on PD 04(e0x20/s4) is over 25%",
     "aacraid 0000:02:00.0: IOP reset succeeded",
