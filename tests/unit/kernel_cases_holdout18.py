@@ -53,6 +53,8 @@ FAULTS = [
     ),
     ("ibp65s0: queue stopped 0, tx_head 9, tx_tail 9", "infiniband"),
     ("[ 6.2] WQE DUMP: WQ size 512 WQ cur size 3, WQE index 0x1a2, len: 64", "infiniband"),
+    ("mlx5_core 0000:af:00.1 ens2f1np1: ERR CQE on SQ: 0x2c4", "infiniband"),
+    ("mlx5_core 0000:af:00.0 eth4: ERR CQE on RQ: 0x11f", "infiniband"),
     # the RDMA NICs next to them: irdma's and i40iw's control-QP command failures, which carry no error word
     ("ice 0000:af:00.0 irdma0: cqp opcode = 0x1 maj_err_code = 0x800b min_err_code = 0x8006", "infiniband"),
     ("infiniband irdma1: cqp opcode = 0x22 maj_err_code = 0xffff min_err_code = 0x8001", "infiniband"),
