@@ -71,6 +71,8 @@ FAULTS = [
     ("hisi_sas_v3_hw 0000:74:02.0: PCI error: detected callback, state(3)!!", "pcie_aer"),
     ("amdgpu 0000:0b:00.0: amdgpu: PCI error: slot reset callback!!", "pcie_aer"),
     ("sis8300 0000:06:00.0: [aer_error_detected] called .. state=3", "pcie_aer"),
+    ("tg3 0000:61:00.0 lc5: PCI I/O error detected", "pcie_aer"),
+    ("bnxt_en 0000:3b:00.0 ens1f0np0: PCI I/O error detected", "pcie_aer"),
     # the kinds the labels give: a filesystem's assertion is a kernel bug report, an allocation stall no OOM kill, an
     # NVMe drive lost in D3cold a storage fault
     ("XFS (sdb1): Assertion failed: 0, file: fs/xfs/xfs_bmap_util.c, line: 1208", "other_fault"),
