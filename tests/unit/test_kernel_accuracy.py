@@ -182,3 +182,16 @@ HOLDOUT17 = DATA / "kernel_lines_holdout17.jsonl"
 @pytest.mark.parametrize("path", [HOLDOUT16, HOLDOUT17], ids=["holdout16", "holdout17"])
 def test_the_floors_hold_on_the_fifteenth_pass_sets(path: Path) -> None:
     test_the_floors_hold(path)
+
+
+# The sixteenth pass's sets: scored once unseen by pass 14 (248/263 fault lines found, 94.3%), then learnt from as
+# families (tests/unit/kernel_cases_holdout18.py). Counted a wrong kind here: holdout19's 'NVRM: The NVIDIA GPU … (PCI
+# ID: 10de:2f04)' gpu_fallen_off_bus (a README's re-wrapped quote; the driver prints that head only for its 'not
+# supported' refusal, other_fault in the corpus and every set), and its GHES head lines of a PCIe record (pass 15's).
+HOLDOUT18 = DATA / "kernel_lines_holdout18.jsonl"
+HOLDOUT19 = DATA / "kernel_lines_holdout19.jsonl"
+
+
+@pytest.mark.parametrize("path", [HOLDOUT18, HOLDOUT19], ids=["holdout18", "holdout19"])
+def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
+    test_the_floors_hold(path)

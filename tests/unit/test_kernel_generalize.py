@@ -16,6 +16,7 @@ from tests.unit import kernel_cases_holdout11 as holdout11
 from tests.unit import kernel_cases_holdout12 as holdout12
 from tests.unit import kernel_cases_holdout14 as holdout14
 from tests.unit import kernel_cases_holdout16 as holdout16
+from tests.unit import kernel_cases_holdout18 as holdout18
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -384,6 +385,7 @@ ALL_FAULTS = (
     + holdout12.FAULTS
     + holdout14.FAULTS
     + holdout16.FAULTS
+    + holdout18.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -396,6 +398,7 @@ ALL_BENIGN = (
     + holdout12.BENIGN
     + holdout14.BENIGN
     + holdout16.BENIGN
+    + holdout18.BENIGN
 )
 
 
@@ -424,3 +427,8 @@ def test_a_nouveau_xid_keeps_its_code_and_device() -> None:
     line, code, pci = holdout16.NOUVEAU_XID
     found = classify(line)
     assert (found.kind, found.xid, found.pci_bus_id) == ("xid", code, pci)
+
+
+def test_a_gpu_lost_in_d3cold_stays_the_links() -> None:
+    line, kind = holdout18.GPU_D3COLD
+    assert classify(line).kind == kind
