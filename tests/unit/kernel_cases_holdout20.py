@@ -12,6 +12,8 @@ FAULTS = [
     ("[  12.440211] Kernel BUG [#1]", "other_fault"),
     ("Oops[#2]:", "other_fault"),
     ("Kernel bug detected[#1]:", "other_fault"),
+    ("insmod(1207): Kernel bad sw trap 5 [#1]", "other_fault"),
+    ("swapper(0): Oops [#1]", "other_fault"),
     # x86 show_fault_oops in 4.20: '#PF error: %s' with the decoded error code
     ("[  55.120043] #PF error: [PROT] [WRITE] [normal kernel write fault]", "other_fault"),
     ("#PF error: [INSTR]", "other_fault"),
@@ -19,6 +21,7 @@ FAULTS = [
     ("NMI watchdog: BUG: soft lockup", "soft_lockup"),
     ("<0>[ 812.5] BUG: soft lockup -", "soft_lockup"),
     ("[ 9.9] INFO: task kworker/u64:3:4411 blocked for more than 241", "hung_task"),
+    ("INFO: task mysqld:2210 blocked for more", "hung_task"),
     # nouveau's subdev and falcon errors on the GSP: the GSP-RM never started
     ("nouveau 0000:2d:00.0: gsp: oneinit failed, -22", "gsp"),
     ("nouveau 0000:41:00.0: gsp: preinit failed, -19", "gsp"),
@@ -88,6 +91,7 @@ BENIGN = [
     "habanalabs hl2: Loading secured firmware to device, may take some time...",
     "habanalabs hl2: Successfully finished resetting the device",
     "habanalabs hl7: Found GAUDI2 device with 96GB DRAM",
+    "habanalabs hl0: Successfully added device 0000:19:00.0 to habanalabs driver",
     "ivpu 0000:00:0b.0: [drm] Firmware: intel/vpu/vpu_37xx_v0.0.bin, version: 20230726",
     # a bridge's 2 MiB hot-plug reservation, its 32-bit and I/O windows
     "pcieport 0000:40:01.1: BAR 14: failed to assign [mem size 0x00200000]",
