@@ -74,6 +74,16 @@ FAULTS = [
         "XFS (sdb): Torn write (CRC failure) detected at log block 0x1a40. Truncating head block from 0x1a48.",
         "fs_readonly",
     ),
+    # XFS's log damaged at recovery, ext4's errors recorded before mount or resize, NTFS's own error report
+    ("XFS (sdb): log record CRC mismatch: found 0x12345678, expected 0x9abcdef0.", "fs_readonly"),
+    ("XFS (dm-4): Log inconsistent (didn't find previous header)", "fs_readonly"),
+    ("EXT4-fs warning: mounting fs with errors, running e2fsck is recommended", "fs_readonly"),
+    (
+        "EXT4-fs warning (device nvme0n1p2): ext4_resize_begin:83: There are errors in the filesystem, so online "
+        "resizing is not allowed",
+        "fs_readonly",
+    ),
+    ("NTFS-fs error (device sdb1): ntfs_read_locked_inode(): Failed to read $MFT.", "fs_readonly"),
     # a journal handle refused, a host controller's lost interrupts, NVMe controllers refused and paths all down
     ("JBD2: postgres wants too many credits credits:4096 rsv_credits:0 max:2048", "other_fault"),
     ("ohci-pci 0000:00:12.0: Unlink after no-IRQ?  Controller is probably using the wrong IRQ.", "other_fault"),
@@ -86,6 +96,9 @@ BENIGN = [
     'nouveau 0000:2d:00.0: gsp: firmware "nvidia/ad102/gsp/gsp-535.113.01.bin" loaded',
     "mmc1: new ultra high speed SDR104 SDXC card at address 59b4",
     "mmc0: card 0001 removed",
+    "XFS (sdc): Starting recovery (logdev: internal)",
+    "XFS (sdc): Ending clean mount",
+    "EXT4-fs (sda2): warning: maximal mount count reached, running e2fsck is recommended",
     "PVR_K:(Warning): PVRSRVPowerLock: Device is powered off",
     "PVR_K:  1234: Device: 0, RGX FW Power State: RGXFWIF_POW_ON",
     "habanalabs hl2: Loading secured firmware to device, may take some time...",
