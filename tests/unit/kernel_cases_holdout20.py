@@ -116,6 +116,10 @@ BENIGN = [
     "<3>[ 7.2] ccp 0000:c3:00.1: SEV: failed to INIT error 0x1, rc -5",
     "ccp 0000:c3:00.1: SEV: TMR allocation failed, SEV-ES support unavailable",
     "ccp 0000:c3:00.1: SEV API:1.55 build:21",
+    "kern  :err   : [    1.23] ccp 0000:05:00.2: tee: ring init command failed (0x00000005)",
+    # a drive without a caching mode page, printed at KERN_ERR
+    "<3>[ 3.1] sd 6:0:0:0: [sdc] No Caching mode page found",
+    "kern  :err   : [    3.1] sd 6:0:0:0: [sdc] Assuming drive cache: write through",
 ]
 
 # A runtime PSP failure is still one: not the BIOS's choice at probe.
