@@ -58,6 +58,18 @@ FAULTS = [
     ("habanalabs hl0: Device heartbeat failed! PCI link is healthy", "other_fault"),
     ("habanalabs hl5: 0000:4d:00.0 Failed to reset! Device is NOT usable", "other_fault"),
     ('habanalabs hl1: Received H/W interrupt 3 ["ECC"], resetting the chip', "other_fault"),
+    # embedded GPUs on their platform devices: a job hang, an MMU fault
+    (
+        "panfrost 13000000.gpu: gpu sched timeout, js=1, config=0x7300, status=0x8, head=0x16aa000, tail=0x16aa000, "
+        "sched_job=00000000b5a0a1b0",
+        "other_fault",
+    ),
+    ("panfrost ff9a0000.gpu: js fault, js=0, status=DATA_INVALID_FAULT, head=0x1, tail=0x1", "other_fault"),
+    ("mali fde60000.gpu: Unhandled Page fault in AS1 at VA 0x0000000002000000", "other_fault"),
+    ("lima 1c40000.gpu: pp pp0 task error int_state=0 status=1", "other_fault"),
+    ("lima 1c40000.gpu: mmu page fault at 0x2000000 from bus id 0 of type read on ppmmu0", "other_fault"),
+    ("etnaviv-gpu 130000.gpu: recover hung GPU!", "other_fault"),
+    ("v3d fec00000.v3d: MMU error from client L2T (0x40) at 0x1a1000, pte invalid", "other_fault"),
     # Intel's NPU, AMD's XDNA, Qualcomm's AI 100: drm_err and dev_err, read by the families already there
     ("ivpu 0000:00:0b.0: [drm] *ERROR* ivpu_boot_wait_ready(): Failed to boot the firmware: -110", "other_fault"),
     ("amdxdna 0000:c5:00.1: [drm] *ERROR* aie2_hw_start: NPU firmware load failed, ret -5", "other_fault"),
@@ -95,6 +107,9 @@ BENIGN = [
     # the same drivers' start-up and recovery lines
     'nouveau 0000:2d:00.0: gsp: firmware "nvidia/ad102/gsp/gsp-535.113.01.bin" loaded',
     "mmc1: new ultra high speed SDR104 SDXC card at address 59b4",
+    "panfrost 13000000.gpu: mali-g52 id 0x7402 major 0x1 minor 0x0 status 0x0",
+    "etnaviv-gpu 130000.gpu: model: GC2000, revision: 5108",
+    "lima 1c40000.gpu: gp - mali400 version major 1 minor 1",
     "mmc0: card 0001 removed",
     "XFS (sdc): Starting recovery (logdev: internal)",
     "XFS (sdc): Ending clean mount",
