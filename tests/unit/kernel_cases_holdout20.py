@@ -27,6 +27,7 @@ FAULTS = [
     ("nouveau 0000:41:00.0: gsp: preinit failed, -19", "gsp"),
     ("nouveau 0000:2d:00.0: sec2(gsp):booter-unload: boot failed: -110", "gsp"),
     ("nouveau 0000:65:00.0: gsp ctor failed: -22", "gsp"),
+    ("nouveau 0000:65:00.0: gsp: firmware load failed: -2", "gsp"),
     # a bridge's 64-bit prefetchable window sized for a GPU's BAR1 (256 MiB and more) left unassigned, before and after 6.8
     ("pcieport 0000:40:01.1: BAR 15: no space for [mem size 0x800000000 64bit pref]", "other_fault"),
     ("pcieport 0000:00:03.0: bridge window [mem size 0x1000000000 64bit pref]: can't assign; no space", "other_fault"),
