@@ -17,6 +17,7 @@ from tests.unit import kernel_cases_holdout12 as holdout12
 from tests.unit import kernel_cases_holdout14 as holdout14
 from tests.unit import kernel_cases_holdout16 as holdout16
 from tests.unit import kernel_cases_holdout18 as holdout18
+from tests.unit import kernel_cases_holdout20 as holdout20
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -386,6 +387,7 @@ ALL_FAULTS = (
     + holdout14.FAULTS
     + holdout16.FAULTS
     + holdout18.FAULTS
+    + holdout20.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -399,6 +401,7 @@ ALL_BENIGN = (
     + holdout14.BENIGN
     + holdout16.BENIGN
     + holdout18.BENIGN
+    + holdout20.BENIGN
 )
 
 
@@ -431,4 +434,9 @@ def test_a_nouveau_xid_keeps_its_code_and_device() -> None:
 
 def test_a_gpu_lost_in_d3cold_stays_the_links() -> None:
     line, kind = holdout18.GPU_D3COLD
+    assert classify(line).kind == kind
+
+
+def test_a_psp_failing_at_run_time_stays_a_fault() -> None:
+    line, kind = holdout20.PSP_TIMEOUT
     assert classify(line).kind == kind
