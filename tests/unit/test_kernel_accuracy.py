@@ -221,3 +221,17 @@ def test_the_floors_hold_on_the_seventeenth_pass_sets(path: Path) -> None:
     assert f["detected"] >= f["right_kind"]
     assert [line for line in f["benign_flagged_lines"] if not any(d in line for d in flagged)] == []
     assert len(f["benign_flagged_lines"]) == len(flagged)
+
+
+# The eighteenth pass's set: scored once unseen by pass 17 (123/135 fault lines found, 91.1%), then learnt from as
+# families (tests/unit/kernel_cases_holdout22.py). Disputed: its 'last cpuset=/ mems_allowed=0' oom, the OOM report's
+# 'comm cpuset=… mems_allowed=…' line that holdout17 and three earlier lines label benign, counted here as benign.
+HOLDOUT23 = DATA / "kernel_lines_holdout23.jsonl"
+
+
+def test_the_floors_hold_on_the_eighteenth_pass_set() -> None:
+    f = figures(HOLDOUT23)
+    assert f["xid_code_and_pci_right"] == f["xid_lines"]
+    assert f["right_kind"] == f["fault_lines"] - 1, f["not_as_labelled"]
+    assert f["detected"] == f["right_kind"]
+    assert f["benign_flagged_lines"] == []

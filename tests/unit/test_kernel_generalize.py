@@ -18,6 +18,7 @@ from tests.unit import kernel_cases_holdout14 as holdout14
 from tests.unit import kernel_cases_holdout16 as holdout16
 from tests.unit import kernel_cases_holdout18 as holdout18
 from tests.unit import kernel_cases_holdout20 as holdout20
+from tests.unit import kernel_cases_holdout22 as holdout22
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -295,7 +296,7 @@ BENIGN = [
     "e1000e 0000:00:1f.6 eno1: NIC Link is Down",
     "tg3 0000:02:00.0 eth0: Link is down.",
     "CPU17: Package temperature/speed normal",
-    "nvme nvme2: failed to set APST feature (-19)",
+    "nvme nvme2: failed to set APST feature (16386)",
     '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
     # sense data that is no failure, GPUDirect's normal path, a BIOS table bug
     "sd 0:0:0:0: [sda] Add. Sense: Power on, reset, or bus device reset occurred",
@@ -388,6 +389,7 @@ ALL_FAULTS = (
     + holdout16.FAULTS
     + holdout18.FAULTS
     + holdout20.FAULTS
+    + holdout22.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -402,6 +404,7 @@ ALL_BENIGN = (
     + holdout16.BENIGN
     + holdout18.BENIGN
     + holdout20.BENIGN
+    + holdout22.BENIGN
 )
 
 

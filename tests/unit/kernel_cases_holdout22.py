@@ -1,0 +1,67 @@
+"""Families holdout23 (tests/data/kernel_lines_holdout23.jsonl) showed missing or of another kind, each written from its
+printk format with other devices and values than the labelled lines, and the informational lines of the same sources
+that must stay benign."""
+
+from __future__ import annotations
+
+FAULTS = [
+    # aer.c aer_print_port_info through pci_printk (4.x): no 'AER: ' prefix
+    ("pcieport 0000:00:1c.0: Corrected error received: 0000:01:00.0", "pcie_aer"),
+    ("[ 12.5] pcieport 0000:40:03.1: Uncorrected (Fatal) error received: 0000:41:00.0", "pcie_aer"),
+    ("pcieport 0000:00:01.0: Multiple Corrected error received: 0000:02:00.1", "pcie_aer"),
+    # edac_mce_amd.c 2.6.3x: the northbridge bank decoded without '[Hardware Error]: '
+    ("[ 88.1]  Northbridge Error, node 3", "mce_edac"),
+    ("CRC error on link.", "mce_edac"),
+    ("L3 Cache Data error.", "mce_edac"),
+    ("WDT error: NB transaction timeout.", "mce_edac"),
+    ("DRAM Address/Control Parity error.", "mce_edac"),
+    # pciehp_ctrl.c before 3.x: a slot's devices removed
+    ("pciehp 0000:80:07.0:pcie24: Disabling domain:bus:device=0000:85:00", "pcie_link"),
+    # libata EH: the reset forced, the device given up on
+    ("ata7: device not ready (errno=-5), forcing hardreset", "other_fault"),
+    ("[ 301.2] ata3.01: disabled", "other_fault"),
+    ("ata5.00: disable device", "other_fault"),
+    ("ata2: EH pending after 5 tries, giving up", "other_fault"),
+    # ext4 mpage_map_and_submit_extent: EROFS/EUCLEAN the filesystem's, another error the disk's
+    (
+        "EXT4-fs (vda1): delayed block allocation failed for inode 8812 at logical offset 17 with max blocks 2 with "
+        "error -117",
+        "fs_readonly",
+    ),
+    (
+        "EXT4-fs (nvme0n1p2): delayed block allocation failed for inode 40 at logical offset 0 with max blocks 16 with "
+        "error -30",
+        "fs_readonly",
+    ),
+    (
+        "EXT4-fs (dm-0): delayed block allocation failed for inode 262 at logical offset 0 with max blocks 1 with error -5",
+        "other_fault",
+    ),
+    # scsi_print_result before 4.x, a failed command
+    ("sd 2:0:1:0: [sdc] Result: hostbyte=DID_NO_CONNECT driverbyte=DRIVER_OK", "other_fault"),
+    ("sd 6:0:0:0: [sdf] Result: hostbyte=DID_OK driverbyte=DRIVER_TIMEOUT", "other_fault"),
+    ("sd 0:0:0:0: [sda] Result: hostbyte=0x00 driverbyte=0x08", "other_fault"),
+    # nvme core: a set-features or identify command the controller never answered
+    ("nvme nvme2: failed to set APST feature (-4)", "other_fault"),
+    ("nvme nvme1: could not set timestamp (-19)", "other_fault"),
+    ("nvme nvme0: failed to set host behavior (-110)", "other_fault"),
+    # nouveau gk104 fifo recovery
+    ("nouveau 0000:03:00.0: fifo: engine 0: scheduled for recovery", "other_fault"),
+    ("nouveau 0000:0a:00.0: fifo: runlist 2: scheduled for recovery", "other_fault"),
+    # print_oops_end_marker in 2.6.2x
+    ("[ 55.3] --[ end trace 1a2b3c4d5e6f7a8b ]--", "other_fault"),
+]
+
+BENIGN = [
+    "sd 2:0:0:0: [sdb] Result: hostbyte=DID_OK driverbyte=DRIVER_OK",
+    "nvme nvme1: failed to set APST feature (2)",
+    "nvme nvme0: could not set timestamp (8194)",
+    "ata3: SATA link up 6.0 Gbps (SStatus 133 SControl 300)",
+    "ata3.00: configured for UDMA/133",
+    "pciehp 0000:00:1c.0:pcie04: Enabling domain:bus:device=0000:05:00",
+    "pcieport 0000:00:1c.0: AER: enabled with IRQ 122",
+    "EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: (null)",
+    "Parse error.",
+    # the OOM report's 'comm cpuset=… mems_allowed=…' line: benign in four sets, holdout23's one 'oom' disputed
+    "[ 88.2] nginx cpuset=/ mems_allowed=0-1",
+]
