@@ -15,6 +15,17 @@ FAULTS = [
     ("L3 Cache Data error.", "mce_edac"),
     ("WDT error: NB transaction timeout.", "mce_edac"),
     ("DRAM Address/Control Parity error.", "mce_edac"),
+    ("ECC error in L3 Cache Data.", "mce_edac"),
+    ("L3 Cache Tag error.", "mce_edac"),
+    # the same decoder's bank headers and status lines
+    ("  Data Cache Error: ECC error during data copyback.", "mce_edac"),
+    (" Instruction Cache Error: Parity error during data load.", "mce_edac"),
+    (" Bus Unit Error: System Read Data Error.", "mce_edac"),
+    (" FR Error: CPU Watchdog timer expire.", "mce_edac"),
+    (" Northbridge Error, node 1, core: 2", "mce_edac"),
+    (" Error: Uncorrected, Report Error: yes, MiscV: valid, CPU context corrupt: yes, UECC Error", "mce_edac"),
+    (" Memory/Cache error, Transaction: DRD, Type: DATA, Cache Level: L2", "mce_edac"),
+    (" Bus (Link/DRAM) error", "mce_edac"),
     # pciehp_ctrl.c before 3.x: a slot's devices removed
     ("pciehp 0000:80:07.0:pcie24: Disabling domain:bus:device=0000:85:00", "pcie_link"),
     # libata EH: the reset forced, the device given up on
@@ -22,6 +33,7 @@ FAULTS = [
     ("[ 301.2] ata3.01: disabled", "other_fault"),
     ("ata5.00: disable device", "other_fault"),
     ("ata2: EH pending after 5 tries, giving up", "other_fault"),
+    ("ata4.00: limiting speed to UDMA/100:PIO4", "other_fault"),
     # ext4 mpage_map_and_submit_extent: EROFS/EUCLEAN the filesystem's, another error the disk's
     (
         "EXT4-fs (vda1): delayed block allocation failed for inode 8812 at logical offset 17 with max blocks 2 with "
