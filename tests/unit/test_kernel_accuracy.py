@@ -223,15 +223,21 @@ def test_the_floors_hold_on_the_seventeenth_pass_sets(path: Path) -> None:
     assert len(f["benign_flagged_lines"]) == len(flagged)
 
 
-# The eighteenth pass's set: scored once unseen by pass 17 (123/135 fault lines found, 91.1%), then learnt from as
-# families (tests/unit/kernel_cases_holdout22.py). Disputed: its 'last cpuset=/ mems_allowed=0' oom, the OOM report's
-# 'comm cpuset=… mems_allowed=…' line that holdout17 and three earlier lines label benign, counted here as benign.
+# The eighteenth pass's sets: scored once unseen by pass 17 (holdout22 236/240, holdout23 123/135 fault lines found),
+# then learnt from as families (tests/unit/kernel_cases_holdout22.py). Disputed, each counted as the classifier reads
+# it: holdout23's 'last cpuset=/ mems_allowed=0' oom (the OOM report's 'comm cpuset=… mems_allowed=…' line, benign in
+# holdout17 and three lines before), holdout22's 'Hardware error from APEI Generic' head cut by a wrap pcie_aer (every
+# other set: mce_edac) and its xhci 'host controller not responding, assume dead' pcie_link (two sets: other_fault).
+HOLDOUT22 = DATA / "kernel_lines_holdout22.jsonl"
 HOLDOUT23 = DATA / "kernel_lines_holdout23.jsonl"
+EIGHTEENTH_DISPUTED = {HOLDOUT22: (0, 2), HOLDOUT23: (1, 1)}
 
 
-def test_the_floors_hold_on_the_eighteenth_pass_set() -> None:
-    f = figures(HOLDOUT23)
+@pytest.mark.parametrize("path", [HOLDOUT22, HOLDOUT23], ids=["holdout22", "holdout23"])
+def test_the_floors_hold_on_the_eighteenth_pass_sets(path: Path) -> None:
+    missed, disputed = EIGHTEENTH_DISPUTED[path]
+    f = figures(path)
     assert f["xid_code_and_pci_right"] == f["xid_lines"]
-    assert f["right_kind"] == f["fault_lines"] - 1, f["not_as_labelled"]
-    assert f["detected"] == f["right_kind"]
+    assert f["right_kind"] == f["fault_lines"] - disputed, f["not_as_labelled"]
+    assert f["detected"] == f["fault_lines"] - missed
     assert f["benign_flagged_lines"] == []
