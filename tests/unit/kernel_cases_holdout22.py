@@ -44,6 +44,8 @@ FAULTS = [
     ("[ 301.2] ata3.01: disabled", "other_fault"),
     ("ata5.00: disable device", "other_fault"),
     ("ata2: EH pending after 5 tries, giving up", "other_fault"),
+    ("ata6.00: qc timeout (cmd 0xec)", "other_fault"),
+    ("[ 33.0] ata1.00: qc timeout after 5000 msecs (cmd 0xef)", "other_fault"),
     ("ata4.00: limiting speed to UDMA/100:PIO4", "other_fault"),
     # ext4 mpage_map_and_submit_extent: EROFS/EUCLEAN the filesystem's, another error the disk's
     (
@@ -81,6 +83,7 @@ BENIGN = [
     "nvme nvme0: could not set timestamp (8194)",
     "ata3: SATA link up 6.0 Gbps (SStatus 133 SControl 300)",
     "ata3.00: configured for UDMA/133",
+    "ata2.00: ATA-8: ST1000DM003, CC45, max UDMA/133",
     "pciehp 0000:00:1c.0:pcie04: Enabling domain:bus:device=0000:05:00",
     "pcieport 0000:00:1c.0: AER: enabled with IRQ 122",
     "EXT4-fs (sda1): mounted filesystem with ordered data mode. Opts: (null)",
