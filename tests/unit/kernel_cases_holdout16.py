@@ -156,7 +156,6 @@ FAULTS = [
     ("device-mapper: space map common: unable to decrement a reference count below 0", "other_fault"),
     # a bond's other members it cannot use (bond_main.c, bond_3ad.c), amdgpu's faulting process line (6.9+),
     # gk20a's dev_err on an older Tegra device name
-    ("bond0: (slave eth1): failed to get link speed/duplex", "infiniband"),
     ("bond2: (slave ens1f0np0): Port 1 did not find a suitable aggregator", "infiniband"),
     ("bond0: (slave ens2f0): invalid new link 1 on slave", "infiniband"),
     ("amdgpu 0000:03:00.0: amdgpu:  Process blender pid 8812 thread blender:cs0 pid 8840", "other_fault"),

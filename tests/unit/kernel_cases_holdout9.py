@@ -32,7 +32,7 @@ FAULTS = [
     ("swap_free: Unused swap offset entry 0000c0de", "other_fault"),
     ("BUG kmalloc-256 (Tainted: G    B      O      ): Poison overwritten", "other_fault"),
     ("BUG skbuff_head_cache (Not tainted): Object already free", "other_fault"),
-    ("SLUB: Unable to allocate memory on node -1, gfp=0xa20(GFP_ATOMIC)", "oom"),
+    ("SLUB: Unable to allocate memory on node -1, gfp=0xa20(GFP_ATOMIC)", "other_fault"),
     # fs/super.c generic_shutdown_super (6.x and the old 'Self-destruct' form), block/partitions/core.c
     ("VFS: Busy inodes after unmount of nvme0n1p2 (xfs)", "other_fault"),
     ("VFS: Busy inodes after unmount of sdb1. Self-destruct in 5 seconds.  Have a nice day...", "other_fault"),
@@ -159,7 +159,7 @@ FAULTS = [
     ("    Additional sense: Unrecovered read error - auto reallocate failed", "other_fault"),
     ("ata4: translated ATA stat/err 0x41/40 to SCSI SK/ASC/ASCQ 0x3/11/04", "other_fault"),
     ("RPC: sendmsg returned unrecognized error 113", "nfs"),
-    ("python: page allocation failure. order:2, mode:0x4020", "oom"),
+    ("python: page allocation failure. order:2, mode:0x4020", "other_fault"),
     ("CPU12: Temperature above threshold, cpu clock throttled (total events = 8)", "mce_edac"),
     ("Badness in dev_watchdog at net/sched/sch_generic.c:215", "other_fault"),
     ("APIC error on CPU3: 40(40)", "other_fault"),

@@ -241,3 +241,24 @@ def test_the_floors_hold_on_the_eighteenth_pass_sets(path: Path) -> None:
     assert f["right_kind"] == f["fault_lines"] - disputed, f["not_as_labelled"]
     assert f["detected"] == f["fault_lines"] - missed
     assert f["benign_flagged_lines"] == []
+
+
+# The nineteenth pass's sets: scored once unseen by pass 18 (holdout24 and holdout25, 192/208 fault lines found), then
+# learnt from as families (tests/unit/kernel_cases_holdout24.py). Left as the classifier reads them: holdout24's mpt3sas
+# 'log_info(0x30030109): originator(IOP)' missed (its 0x30030101 sibling is labelled benign), its nvme 'Refused to change
+# power state' pcie_link (two sets: pcie_link) and 'ata1.00: cmd c8/…' flagged (the failed command's own line);
+# holdout25's bnxt 'NIC Link is Down' other_fault (seven lines of four sets: benign), 'spinlock lockup suspected'
+# soft_lockup (one set each way) and its two 'note: …exited with irqs disabled' flagged (holdout2 and holdout17: fault).
+HOLDOUT24 = DATA / "kernel_lines_holdout24.jsonl"
+HOLDOUT25 = DATA / "kernel_lines_holdout25.jsonl"
+NINETEENTH_DISPUTED = {HOLDOUT24: (1, 2, 1), HOLDOUT25: (0, 2, 2)}
+
+
+@pytest.mark.parametrize("path", [HOLDOUT24, HOLDOUT25], ids=["holdout24", "holdout25"])
+def test_the_floors_hold_on_the_nineteenth_pass_sets(path: Path) -> None:
+    missed, wrong, flagged = NINETEENTH_DISPUTED[path]
+    f = figures(path)
+    assert f["xid_code_and_pci_right"] == f["xid_lines"]
+    assert f["right_kind"] == f["fault_lines"] - wrong, f["not_as_labelled"]
+    assert f["detected"] == f["fault_lines"] - missed
+    assert len(f["benign_flagged_lines"]) == flagged, f["benign_flagged_lines"]

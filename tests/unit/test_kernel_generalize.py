@@ -19,6 +19,7 @@ from tests.unit import kernel_cases_holdout16 as holdout16
 from tests.unit import kernel_cases_holdout18 as holdout18
 from tests.unit import kernel_cases_holdout20 as holdout20
 from tests.unit import kernel_cases_holdout22 as holdout22
+from tests.unit import kernel_cases_holdout24 as holdout24
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -390,6 +391,7 @@ ALL_FAULTS = (
     + holdout18.FAULTS
     + holdout20.FAULTS
     + holdout22.FAULTS
+    + holdout24.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -405,6 +407,7 @@ ALL_BENIGN = (
     + holdout18.BENIGN
     + holdout20.BENIGN
     + holdout22.BENIGN
+    + holdout24.BENIGN
 )
 
 
