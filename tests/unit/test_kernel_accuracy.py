@@ -197,68 +197,42 @@ def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
     test_the_floors_hold(path)
 
 
-# The seventeenth pass's sets: scored once unseen by pass 15 (holdout20 133/147, holdout21 109/126 fault lines found),
-# then learnt from as families (tests/unit/kernel_cases_holdout20.py). Disputed against earlier sets, each counted here
-# as the classifier reads it: the stack dumps' 'RIP: [0010:]func+0x…/0x… [module]' lines, 6 in holdout21 and 3 in
-# holdout20, other_fault (29 lines of earlier sets: benign), holdout21's 'Direct firmware load for
-# nvidia/…/gsp_ga10x.bin failed with error -2' gsp (extra and holdout16's rule: benign); holdout20's 'XFS (…): Sparse inode alignment (0) is invalid.' fs_readonly (holdout14: the
-# same line benign), its 2 'nvme nvmeN: rdma connection establishment failed' infiniband (holdout16: other_fault) and
-# the OOM report's task-table header benign (holdout: oom).
-HOLDOUT20 = DATA / "kernel_lines_holdout20.jsonl"
-HOLDOUT21 = DATA / "kernel_lines_holdout21.jsonl"
-SEVENTEENTH_DISPUTED = {
-    HOLDOUT20: (6, ["[  pid  ]   uid  tgid total_vm      rss rss_anon rss_file rss_shmem pgtables_bytes"]),
-    HOLDOUT21: (7, []),
+# The seventeenth to nineteenth passes' sets, each scored once unseen by the pass before (holdout20 133/147 and
+# holdout21 109/126 fault lines found by pass 15, holdout22 236/240 and holdout23 123/135 by pass 17, holdout24 and
+# holdout25 192/208 by pass 18), then learnt from as families (tests/unit/kernel_cases_holdout20.py, 22, 24). Their
+# remaining misses, wrong kinds and flagged lines are labels that earlier sets contradict, held here as the classifier
+# reads them:
+# - holdout20/21: stack dumps' 'RIP: [0010:]func+0x…/0x… [module]' lines other_fault, 6 in holdout21 and 3 in
+#   holdout20 (29 lines of earlier sets: benign); holdout21's 'Direct firmware load for nvidia/…/gsp_ga10x.bin failed
+#   with error -2' gsp (extra and holdout16: benign); holdout20's 'XFS (…): Sparse inode alignment (0) is invalid.'
+#   fs_readonly (holdout14: benign), its 2 'nvme nvmeN: rdma connection establishment failed' infiniband (holdout16:
+#   other_fault) and the OOM report's task-table header benign (holdout: oom).
+# - holdout22/23: holdout23's 'last cpuset=/ mems_allowed=0' oom (the OOM report's 'comm cpuset=… mems_allowed=…' line,
+#   benign in holdout17 and three lines before), holdout22's 'Hardware error from APEI Generic' head cut by a wrap
+#   pcie_aer (every other set: mce_edac) and its xhci 'host controller not responding, assume dead' pcie_link (two
+#   sets: other_fault).
+# - holdout24/25: holdout24's mpt3sas 'log_info(0x30030109): originator(IOP)' missed (its 0x30030101 sibling is
+#   labelled benign), its nvme 'Refused to change power state' pcie_link (two sets: pcie_link) and 'ata1.00: cmd c8/…'
+#   flagged (the failed command's own line); holdout25's bnxt 'NIC Link is Down' other_fault (seven lines of four
+#   sets: benign), 'spinlock lockup suspected' soft_lockup (one set each way) and its two 'note: …exited with irqs
+#   disabled' flagged (holdout2 and holdout17: fault).
+# Each set: (fault lines missed, fault lines not of their label's kind, what each benign line flagged contains).
+LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
+    "holdout20": (4, 6, ["[  pid  ]   uid  tgid total_vm"]),
+    "holdout21": (7, 7, []),
+    "holdout22": (0, 2, []),
+    "holdout23": (1, 1, []),
+    "holdout24": (1, 2, ["ata1.00: cmd c8/"]),
+    "holdout25": (0, 2, ["exited with irqs disabled", "exited with irqs disabled"]),
 }
 
 
-@pytest.mark.parametrize("path", [HOLDOUT20, HOLDOUT21], ids=["holdout20", "holdout21"])
-def test_the_floors_hold_on_the_seventeenth_pass_sets(path: Path) -> None:
-    disputed, flagged = SEVENTEENTH_DISPUTED[path]
-    f = figures(path)
+@pytest.mark.parametrize("name", list(LATER_DISPUTED))
+def test_the_later_sets_keep_all_but_their_disputed_lines(name: str) -> None:
+    missed, wrong, flagged = LATER_DISPUTED[name]
+    f = figures(DATA / f"kernel_lines_{name}.jsonl")
     assert f["xid_code_and_pci_right"] == f["xid_lines"]
-    assert f["right_kind"] == f["fault_lines"] - disputed, f["not_as_labelled"]
-    assert f["detected"] >= f["right_kind"]
-    assert [line for line in f["benign_flagged_lines"] if not any(d in line for d in flagged)] == []
-    assert len(f["benign_flagged_lines"]) == len(flagged)
-
-
-# The eighteenth pass's sets: scored once unseen by pass 17 (holdout22 236/240, holdout23 123/135 fault lines found),
-# then learnt from as families (tests/unit/kernel_cases_holdout22.py). Disputed, each counted as the classifier reads
-# it: holdout23's 'last cpuset=/ mems_allowed=0' oom (the OOM report's 'comm cpuset=… mems_allowed=…' line, benign in
-# holdout17 and three lines before), holdout22's 'Hardware error from APEI Generic' head cut by a wrap pcie_aer (every
-# other set: mce_edac) and its xhci 'host controller not responding, assume dead' pcie_link (two sets: other_fault).
-HOLDOUT22 = DATA / "kernel_lines_holdout22.jsonl"
-HOLDOUT23 = DATA / "kernel_lines_holdout23.jsonl"
-EIGHTEENTH_DISPUTED = {HOLDOUT22: (0, 2), HOLDOUT23: (1, 1)}
-
-
-@pytest.mark.parametrize("path", [HOLDOUT22, HOLDOUT23], ids=["holdout22", "holdout23"])
-def test_the_floors_hold_on_the_eighteenth_pass_sets(path: Path) -> None:
-    missed, disputed = EIGHTEENTH_DISPUTED[path]
-    f = figures(path)
-    assert f["xid_code_and_pci_right"] == f["xid_lines"]
-    assert f["right_kind"] == f["fault_lines"] - disputed, f["not_as_labelled"]
-    assert f["detected"] == f["fault_lines"] - missed
-    assert f["benign_flagged_lines"] == []
-
-
-# The nineteenth pass's sets: scored once unseen by pass 18 (holdout24 and holdout25, 192/208 fault lines found), then
-# learnt from as families (tests/unit/kernel_cases_holdout24.py). Left as the classifier reads them: holdout24's mpt3sas
-# 'log_info(0x30030109): originator(IOP)' missed (its 0x30030101 sibling is labelled benign), its nvme 'Refused to change
-# power state' pcie_link (two sets: pcie_link) and 'ata1.00: cmd c8/…' flagged (the failed command's own line);
-# holdout25's bnxt 'NIC Link is Down' other_fault (seven lines of four sets: benign), 'spinlock lockup suspected'
-# soft_lockup (one set each way) and its two 'note: …exited with irqs disabled' flagged (holdout2 and holdout17: fault).
-HOLDOUT24 = DATA / "kernel_lines_holdout24.jsonl"
-HOLDOUT25 = DATA / "kernel_lines_holdout25.jsonl"
-NINETEENTH_DISPUTED = {HOLDOUT24: (1, 2, 1), HOLDOUT25: (0, 2, 2)}
-
-
-@pytest.mark.parametrize("path", [HOLDOUT24, HOLDOUT25], ids=["holdout24", "holdout25"])
-def test_the_floors_hold_on_the_nineteenth_pass_sets(path: Path) -> None:
-    missed, wrong, flagged = NINETEENTH_DISPUTED[path]
-    f = figures(path)
-    assert f["xid_code_and_pci_right"] == f["xid_lines"]
+    assert f["detected"] == f["fault_lines"] - missed, f["not_as_labelled"]
     assert f["right_kind"] == f["fault_lines"] - wrong, f["not_as_labelled"]
-    assert f["detected"] == f["fault_lines"] - missed
-    assert len(f["benign_flagged_lines"]) == flagged, f["benign_flagged_lines"]
+    assert len(f["benign_flagged_lines"]) == len(flagged), f["benign_flagged_lines"]
+    assert all(any(d in line for d in flagged) for line in f["benign_flagged_lines"]), f["benign_flagged_lines"]
