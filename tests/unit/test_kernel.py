@@ -10,7 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.kernel import BENIGN as BENIGN_KIND
-from producers.kernel import KINDS, _classify, classify, fault_of, normalise_pci, rules, strip_prefixes, xid_line
+from producers.kernel import (
+    KINDS,
+    _candidates,
+    _classify,
+    classify,
+    fault_of,
+    normalise_pci,
+    rules,
+    strip_prefixes,
+    xid_line,
+)
 from tests.conftest import SHARED, need
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
@@ -216,6 +226,17 @@ def test_anchors_never_change_a_result() -> None:
     """The anchors are an optimisation only: gated and ungated classification agree."""
     for line in _all_known_lines():
         assert _classify(line, gated=True) == _classify(line, gated=False), line
+
+
+def test_a_line_s_candidates_are_every_rule_whose_anchor_it_holds() -> None:
+    """Nested and overlapping anchors too: every anchor's text, and every pair of anchors run together with one
+    character shared, is tried by exactly the rules that name an anchor the text contains."""
+    every = rules()
+    anchors = sorted({a for r in every for a in r.anchors})
+    texts = anchors + [f"x{a}{b[1:]}y" for a in anchors for b in anchors if len(b) > 1 and a[-1] == b[0]]
+    for text in texts:
+        expected = tuple(i for i, r in enumerate(every) if any(a in text for a in r.anchors))
+        assert _candidates(text) == expected, text
 
 
 @settings(max_examples=300)

@@ -1,0 +1,13 @@
+# The part of pyahocorasick (C, no stubs of its own) that producers/kernel.py uses.
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+_V = TypeVar("_V")
+
+unicode: int
+
+class Automaton(Generic[_V]):
+    def __init__(self) -> None: ...
+    def add_word(self, key: str, value: _V, /) -> bool: ...
+    def make_automaton(self) -> None: ...
+    def iter(self, string: str, start: int = ..., end: int = ..., /) -> Iterator[tuple[int, _V]]: ...
