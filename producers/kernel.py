@@ -78,15 +78,20 @@ _ANGLE_PRIO = re.compile(r"^<(?P<prio>\d+)>")
 # dmesg -x / --decode: "kern  :warn  : " then dmesg --time-format iso; util-linux's level names only, so that a
 # message that starts with two words and colons ("task:rs:main Q:Reg state:D") keeps them
 _DMESG_X = re.compile(r"^(?P<fac>[a-z]+\d?)\s*:(?P<lvl>emerg|alert|crit|err|warn|notice|info|debug)\s*:\s*")
+# `talosctl dmesg`: "[node: ]kern:    info: [2025-06-04T04:51:57.572293906Z]: ", the level padded on its left
+_TALOS = re.compile(
+    r"^(?:\S+:\s+)?[a-z]+\d?:\s+(?P<lvl>emerg|alert|crit|err|warning|notice|info|debug):\s+"
+    r"\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})\]:\s*"
+)
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 # "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
 # "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start, but not lockdep's old
 # banner "[ BUG: %s/%d still has locks held! ]", which is the message. Unbracketed: a bare "hh:mm:ss[.frac]"
 # (notes and chat logs keep only the time) and dmesg --time-format iso's "YYYY-MM-DDThh:mm:ss,usec+zz:zz" (a comma
-# and a zone, no tag after it: not rsyslog's RFC 3339).
+# and a zone, no tag after it: not rsyslog's RFC 3339); a serial console capture's "00h 02m 10.251s(76962ms): ".
 _BRACKET_TIME = re.compile(
     r"^(?:\[(?! (?:INFO|BUG): )[^\[\]]*\d[^\[\]]*\]|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?=\s)"
-    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s))\s*"
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):)\s*"
 )
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
 # language ("jan.", "фев", "8月"), an optional leading year.
@@ -104,6 +109,12 @@ _RFC3339_SYSLOG = re.compile(
 _KERNEL_TAG = re.compile(
     r"^(?:(?:[^\s:\[\]]+\s+)?kernel:\s*"
     r"|(?:Warning|Normal)\s{2,}[A-Z]\w*\s{2,}\S+(?: \(x\d+ over \S+\))?\s{2,}\S+(?:, \S+)?\s{2,})"
+)
+# Tabs and the no-break and other spaces web pages and editors put in pasted lines, read as spaces.
+_SPACES = str.maketrans(
+    dict.fromkeys(
+        "\t\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "
+    )
 )
 # NV_PRINTF's head: 'NVRM: ' [GPU%d ] and the RM's function, camelCase as no Linux one; quoted without 'NVRM: ' too
 _RM_FUNCTION = re.compile(r"^(?:GPU\d+ )?_?[a-z]+[A-Z]\w*: ")
@@ -144,6 +155,9 @@ def strip_prefixes(line: str) -> Stripped:
             s = s[m.end() :]
             if t := _ISO_TIME.match(s):
                 s = s[t.end() :]
+        elif m := _TALOS.match(s):
+            priority = _level(m["lvl"], priority)
+            s = s[m.end() :]
         if m := _BRACKET_TIME.match(s):
             s = s[m.end() :]
         if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s):
@@ -299,6 +313,8 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     text = f"{stripped.tag}: {message}" if stripped.tag else message
     if _RM_FUNCTION.match(message):
         text = f"NVRM: {message}"
+    if "\t" in text or not text.isascii():
+        text = text.translate(_SPACES)  # the anchors are spelt with spaces
     every = rules()
     for i in _candidates(text) if gated else range(len(every)):
         if m := every[i].regex.search(text):

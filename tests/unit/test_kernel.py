@@ -162,6 +162,34 @@ def test_prefixes_are_stripped_and_priorities_kept() -> None:
     assert (s.message, s.tag, s.tag_pid) == ("started", "nv-fabricmanager", 1120)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO: task python3:4121 blocked for more than 122 seconds.",
+        "kworker/3:1     D    0  2291      2 0x80004000",
+        "mlx5_core 0000:3b:00.0: Port: 1 Link DOWN",
+        "EXT4-fs error (device sda2): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0",
+    ],
+)
+def test_a_line_pasted_with_other_spaces_is_the_same_line(line: str) -> None:
+    # Web pages turn spaces into no-break spaces, tables into tabs: the rules' anchors are spelt with spaces.
+    want = classify(line).kind
+    assert want is not None
+    for space in ("\xa0", "\t", "\u202f", "\u3000"):
+        assert classify(line.replace(" ", space)).kind == want, repr(space)
+
+
+def test_talosctl_and_serial_console_prefixes_are_stripped() -> None:
+    # `talosctl dmesg`: the node, then the facility and level, then an RFC 3339 time in brackets and a colon
+    s = strip_prefixes("10.0.3.7: kern:     err: [2025-01-02T03:04:05.123456789Z]: nvme nvme2: I/O 9 QID 4 timeout")
+    assert (s.message, s.priority) == ("nvme nvme2: I/O 9 QID 4 timeout", 3)
+    s = strip_prefixes("kern: warning: [2024-11-30T23:59:59Z]: EXT4-fs (sdb1): mounted filesystem")
+    assert (s.message, s.priority) == ("EXT4-fs (sdb1): mounted filesystem", 4)
+    # a serial console capture's elapsed time, then the kernel's own timestamp
+    s = strip_prefixes("01h 15m 02.004s(  12ms): [ 4502.100200] mlx5_core 0000:3b:00.0: Port: 1 Link DOWN")
+    assert s.message == "mlx5_core 0000:3b:00.0: Port: 1 Link DOWN"
+
+
 def test_pci_forms_normalise() -> None:
     assert normalise_pci("0000:04:00") == "0000:04:00.0"
     assert normalise_pci("PCI:0000:9B:00") == "0000:9b:00.0"
@@ -268,6 +296,8 @@ def test_a_line_s_candidates_are_every_rule_whose_anchor_it_holds() -> None:
                 "EXT4-fs",
                 " error (device x)",
                 " ",
+                "\xa0",
+                "\t",
                 "x",
             ]
         ),
