@@ -1,0 +1,89 @@
+"""Families holdout26-29 (tests/data/kernel_lines_holdout26.jsonl .. holdout29) showed missing or of another kind in
+storage and filesystems, each written from its printk format with other devices, pools and values than the labelled
+lines, and the informational lines of the same sources that must stay benign."""
+
+from __future__ import annotations
+
+FAULTS = [
+    # OpenZFS spl_panic: the failed check, then 'PANIC at file:line:func()'; zio_done's failed I/O; MMP suspending
+    ("[ 5521.104] VERIFY(zp->z_sa_hdl != NULL) failed", "other_fault"),
+    (
+        "VERIFY3(0 == dmu_buf_hold_array(os, object, offset, size, FALSE, FTAG, &numbufs, &dbp)) failed (0 == 5)",
+        "other_fault",
+    ),
+    ("VERIFY3U(spa->spa_checkpoint_info.sci_dspace, ==, 0) failed (4096 == 0)", "other_fault"),
+    ("VERIFY0(dmu_object_free(os, obj, tx)) failed (2)", "other_fault"),
+    ("PANIC at zfs_znode.c:611:zfs_znode_alloc()", "other_fault"),
+    ("kernel: PANIC at space_map.c:404:space_map_load_callback()", "other_fault"),
+    (
+        "zio pool=tank vdev=/dev/disk/by-id/ata-ST8000NM0055-1RM112_ZA1B2C3D-part1 error=52 type=1 offset=8192 size=4096 flags=180880",
+        "other_fault",
+    ),
+    (
+        "WARNING: MMP writes to pool 'scratch' have not succeeded in over 10175 ms; suspending pool. Hrtime 8127733405231",
+        "fs_readonly",
+    ),
+    # Lustre: an assertion and its LBUG are a bug (other_fault); LNet's timeouts over the fabric are the network's (nfs)
+    (
+        "LustreError: 8412:0:(osc_cache.c:1141:osc_extent_make_ready()) ASSERTION( last_oap_count > 0 ) failed:",
+        "other_fault",
+    ),
+    ("LustreError: 8412:0:(osc_cache.c:1141:osc_extent_make_ready()) LBUG", "other_fault"),
+    ("SPLError: 4045:0:(zfs_znode.c:1108:zfs_zget()) ASSERTION(zp->z_sa_hdl == NULL) failed", "other_fault"),
+    ("SPLError: 4045:0:(zfs_znode.c:1108:zfs_zget()) SPL PANIC", "other_fault"),
+    (
+        "SPLError: 77:0:(spl-err.c:67:vcmn_err()) WARNING: Pool 'data' has encountered an uncorrectable I/O failure",
+        "fs_readonly",
+    ),
+    (
+        "LNetError: 3311:0:(api-ni.c:2212:lnet_startup_lndnet()) Can't load LND tcp, module ksocklnd, rc=256",
+        "other_fault",
+    ),
+    ("LNetError: 3311:0:(api-ni.c:1840:lnet_startup_lndni()) Error -100 starting up LNI o2ib", "other_fault"),
+    ("LNet: 2210:0:(o2iblnd_cb.c:3351:kiblnd_check_conns()) Timed out tx for 10.10.4.21@o2ib1: 12 seconds", "nfs"),
+    (
+        "LNetError: 2210:0:(o2iblnd_cb.c:3427:kiblnd_check_conns()) Timed out RDMA with 10.10.4.22@o2ib1 (6): c: 0, oc: 0, rc: 7",
+        "nfs",
+    ),
+    (
+        "LNetError: 901:0:(socklnd_cb.c:2527:ksocknal_check_peer_timeouts()) Timeout receiving from 12345-192.168.7.3@tcp (192.168.7.3:988), state 4 wanted 0 left 0",
+        "nfs",
+    ),
+    # BeeGFS client's Logger 'beegfs: comm(pid): message'
+    ("beegfs: mount(40211): Unable to connect to management node: mgmtd01 [ID: 1]", "other_fault"),
+    (
+        "beegfs: mount(733): Configuration error: Unable to read config file /etc/beegfs/beegfs-client.conf",
+        "other_fault",
+    ),
+    # ext4's shutdown ioctl, EIO at the journal start (EROFS there is the filesystem's), exFAT and FAT, loop
+    ("EXT4-fs (nvme1n1p1): shut down requested (1)", "fs_readonly"),
+    ("EXT4-fs (sdb1): ext4_do_writepages: jbd2_start: 9223372036854775807 pages, ino 4718593; err -5", "other_fault"),
+    ("EXT4-fs (sdb1): ext4_do_writepages: jbd2_start: 1024 pages, ino 12; err -30", "fs_readonly"),
+    ("EXT4-fs (md0): ext4_da_writepages: jbd2_start: 2048 pages, ino 131074; err -5", "other_fault"),
+    ("exFAT-fs (sdc1): failed to read boot sector", "other_fault"),
+    ("FAT-fs (mmcblk0p1): unable to read boot sector", "other_fault"),
+    ("loop: Write error at byte offset 4096, length 4096.", "other_fault"),
+    ("loop0: Read error at byte offset 1048576, length 512.", "other_fault"),
+    # UBIFS errors, older without the volume, and the read-only switch; XFS's shutdown advice on its own line
+    ("UBIFS error (ubi1:0 pid 311): ubifs_read_node: bad node type (255 but expected 9)", "fs_readonly"),
+    (
+        "UBIFS error (pid 1): ubifs_recover_leb: corrupt empty space LEB 17:12288, corruption starts at 14336",
+        "fs_readonly",
+    ),
+    ("UBIFS warning (ubi0:0 pid 98): ubifs_ro_mode: switched to read-only mode, error -22", "fs_readonly"),
+    ("Please unmount the filesystem, and rectify the problem(s)", "fs_readonly"),
+    ("Please umount the filesystem and rectify the problem(s)", "fs_readonly"),
+]
+
+BENIGN = [
+    # the same sources' informational lines
+    "ZFS: Loaded module v2.2.4-1, ZFS pool version 5000, ZFS filesystem version 5",
+    "zio pool=tank vdev=/dev/sda1 error=0 type=1 offset=0 size=4096 flags=180880",
+    "LNet: 2431:0:(o2iblnd_cb.c:3174:kiblnd_check_conns()) Skipped 7 previous similar messages",
+    "LNet: Added LNI 10.10.4.20@o2ib1 [8/256/0/180]",
+    "Lustre: Mounted scratch-client",
+    "beegfs: mount(2231): Built without NVFS RDMA support.",
+    "EXT4-fs (nvme0n1p2): mounted filesystem 7a1f5906-150c-4657-a3ea-b27c948b76b0 r/w with ordered data mode.",
+    'UBIFS (ubi0:1): mounted UBI device 0, volume 1, name "rootfs"',
+    "loop3: detected capacity change from 0 to 8192",
+]
