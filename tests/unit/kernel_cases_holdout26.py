@@ -73,6 +73,37 @@ FAULTS = [
     ("UBIFS warning (ubi0:0 pid 98): ubifs_ro_mode: switched to read-only mode, error -22", "fs_readonly"),
     ("Please unmount the filesystem, and rectify the problem(s)", "fs_readonly"),
     ("Please umount the filesystem and rectify the problem(s)", "fs_readonly"),
+    # NVMe over Fabrics: host reconnects and connect refusals, the target losing a host
+    ("nvme nvme0: Reconnecting in 2 seconds...", "other_fault"),
+    ('nvme nvme2: Connect Invalid Data Parameter, subsysnqn "nqn.2024-01.io.example:pool7"', "other_fault"),
+    ("nvme nvme1: Connect Invalid SQE Parameter, syopcode 0x7f", "other_fault"),
+    ("nvme nvme5: failed to connect queue: 3 ret=-18", "other_fault"),
+    ("nvmet: ctrl 12 keep-alive timer (15 seconds) expired!", "other_fault"),
+    (
+        "nvmet: could not find controller 7 for subsys nqn.2019-08.org.qemu:nvme-tgt / host nqn.2014-08.org.nvmexpress:uuid:1b4e28ba",
+        "other_fault",
+    ),
+    # Fusion-MPT (mptbase, mptsas, mptscsih) ERROR/WARNING formats, its IOCStatus; MPT SAS faults and probe failures
+    ("mptbase: ioc2: ERROR - Doorbell ACK timeout (count=4999), IntStatus=80000000!", "other_fault"),
+    ("mptbase: ioc0: WARNING - IOC is in FAULT state (2622h)!!!", "other_fault"),
+    ("mptsas: ioc1: ERROR - Diagnostic reset FAILED! (102h)", "other_fault"),
+    ("mptscsih: ioc0: IOCStatus=8048 LogInfo=31120303", "other_fault"),
+    ("mpt2sas_cm1 fault info from func: _base_wait_for_doorbell_int", "other_fault"),
+    ("mpt3sas_cm0: pci_request_selected_regions: failed", "other_fault"),
+    ("mpt3sas_cm2: failure at drivers/scsi/mpt3sas/mpt3sas_base.c:3021/mpt3sas_base_map_resources()!", "other_fault"),
+    ("sd 4:2:1:0: [sdb] tag#211 task abort FAILED!! scmd(0x000000004a7ce2f1)", "other_fault"),
+    # 2.6 kernels' SCSI error and sense lines; the result line, which every labelled set calls a fault
+    ("SCSI error : <2 0 1 0> return code = 0x8000002", "other_fault"),
+    ("Device sdc not ready.", "other_fault"),
+    ("Info fld=0x1d2c0, Current sdb: sense key Hardware Error", "other_fault"),
+    ("sda: Current: sense key: Medium Error", "other_fault"),
+    ("sd 7:0:3:0: [sdk]  Result: hostbyte=DID_OK driverbyte=DRIVER_OK", "other_fault"),
+    ("sd 0:0:1:0: [sdb] Result: hostbyte=DID_OK driverbyte=DRIVER_OK,SUGGEST_OK", "other_fault"),
+    # the RPC client's connect failures (rpc_debug) and mount.nfs failing
+    ("RPC:  1203 xprt_connect_status: connect attempt timed out", "nfs"),
+    ("RPC: 88 xprt_connect_status: error 113 connecting to server 10.0.8.4", "nfs"),
+    ("mount.nfs: mounting nas02:/export/scratch failed, reason given by server: Permission denied", "nfs"),
+    ("mount.nfs4: Connection timed out", "nfs"),
 ]
 
 BENIGN = [
@@ -86,4 +117,13 @@ BENIGN = [
     "EXT4-fs (nvme0n1p2): mounted filesystem 7a1f5906-150c-4657-a3ea-b27c948b76b0 r/w with ordered data mode.",
     'UBIFS (ubi0:1): mounted UBI device 0, volume 1, name "rootfs"',
     "loop3: detected capacity change from 0 to 8192",
+    "nvme nvme0: Successfully reconnected (2 attempts)",
+    'nvme nvme1: Removing ctrl: NQN "nqn.2024-01.io.example:pool7"',
+    "nvmet: adding nsid 3 to subsystem nqn.2019-08.org.qemu:nvme-tgt",
+    "mptbase: ioc0: Recovered from IOC FAULT",
+    "mptbase: ioc1: Initiating bringup",
+    "mpt3sas_cm1: diag reset: SUCCESS",
+    "sd 4:2:1:0: [sdb] tag#211 task abort SUCCESS!! scmd(0x000000004a7ce2f1)",
+    "Info fld=0x0, Current sda: sense key No Sense",
+    "RPC:  1203 xprt_connect_status: retrying",
 ]
