@@ -104,6 +104,11 @@ FAULTS = [
     ("RPC: 88 xprt_connect_status: error 113 connecting to server 10.0.8.4", "nfs"),
     ("mount.nfs: mounting nas02:/export/scratch failed, reason given by server: Permission denied", "nfs"),
     ("mount.nfs4: Connection timed out", "nfs"),
+    # the old ps-style hung-task line copied with no-break spaces around its state letter
+    (
+        "[ 3602.118] kworker/u16:2\u00a0\u00a0 D\u00a0\u00a0\u00a0 0 48213\u00a0\u00a0\u00a0\u00a0\u00a02 0x80000000",
+        "hung_task",
+    ),
 ]
 
 BENIGN = [
@@ -126,4 +131,5 @@ BENIGN = [
     "sd 4:2:1:0: [sdb] tag#211 task abort SUCCESS!! scmd(0x000000004a7ce2f1)",
     "Info fld=0x0, Current sda: sense key No Sense",
     "RPC:  1203 xprt_connect_status: retrying",
+    "bash            S    0  4211   4207 0x00000000",
 ]
