@@ -31,6 +31,7 @@ FAULTS = [
     ("LustreError: 8412:0:(osc_cache.c:1141:osc_extent_make_ready()) LBUG", "other_fault"),
     ("SPLError: 4045:0:(zfs_znode.c:1108:zfs_zget()) ASSERTION(zp->z_sa_hdl == NULL) failed", "other_fault"),
     ("SPLError: 4045:0:(zfs_znode.c:1108:zfs_zget()) SPL PANIC", "other_fault"),
+    ("LNetError: 120:0:(lib-move.c:1550:lnet_select_pathway()) ASSERTION( md != NULL ) failed: ", "other_fault"),
     (
         "SPLError: 77:0:(spl-err.c:67:vcmn_err()) WARNING: Pool 'data' has encountered an uncorrectable I/O failure",
         "fs_readonly",
@@ -41,6 +42,8 @@ FAULTS = [
     ),
     ("LNetError: 3311:0:(api-ni.c:1840:lnet_startup_lndni()) Error -100 starting up LNI o2ib", "other_fault"),
     ("LNet: 2210:0:(o2iblnd_cb.c:3351:kiblnd_check_conns()) Timed out tx for 10.10.4.21@o2ib1: 12 seconds", "nfs"),
+    ("LNetError: 2210:0:(o2iblnd_cb.c:3403:kiblnd_check_txs_locked()) Timed out tx: tx_queue, 7 seconds", "nfs"),
+    ("LNetError: 77:0:(o2iblnd_cb.c:2772:kiblnd_rejected()) 10.10.4.30@o2ib1 rejected: o2iblnd fatal error", "nfs"),
     (
         "LNetError: 2210:0:(o2iblnd_cb.c:3427:kiblnd_check_conns()) Timed out RDMA with 10.10.4.22@o2ib1 (6): c: 0, oc: 0, rc: 7",
         "nfs",
@@ -64,6 +67,16 @@ FAULTS = [
     ("FAT-fs (mmcblk0p1): unable to read boot sector", "other_fault"),
     ("loop: Write error at byte offset 4096, length 4096.", "other_fault"),
     ("loop0: Read error at byte offset 1048576, length 512.", "other_fault"),
+    # UBI's flash errors under UBIFS, ZED's error events
+    (
+        "ubi1 error: ubi_io_read: error -74 (ECC error) while reading 2048 bytes from PEB 311:4096, read 2048 bytes",
+        "other_fault",
+    ),
+    ("UBI error: ubi_io_write: error -5 while writing 4096 bytes to PEB 77:8192, written 0 bytes", "other_fault"),
+    (
+        "zed[2231]: eid=41 class=checksum pool='scratch' vdev=nvme3n1p1 algorithm=fletcher4 size=131072 offset=9437184",
+        "other_fault",
+    ),
     # UBIFS errors, older without the volume, and the read-only switch; XFS's shutdown advice on its own line
     ("UBIFS error (ubi1:0 pid 311): ubifs_read_node: bad node type (255 but expected 9)", "fs_readonly"),
     (
@@ -78,6 +91,9 @@ FAULTS = [
     ('nvme nvme2: Connect Invalid Data Parameter, subsysnqn "nqn.2024-01.io.example:pool7"', "other_fault"),
     ("nvme nvme1: Connect Invalid SQE Parameter, syopcode 0x7f", "other_fault"),
     ("nvme nvme5: failed to connect queue: 3 ret=-18", "other_fault"),
+    ("nvme nvme3: Removing controller (-111)...", "other_fault"),
+    ("nvme nvme0: Removing controller...", "other_fault"),
+    ("nvmet: connect request for invalid subsystem nqn.2019-08.org.qemu:scratch!", "other_fault"),
     ("nvmet: ctrl 12 keep-alive timer (15 seconds) expired!", "other_fault"),
     (
         "nvmet: could not find controller 7 for subsys nqn.2019-08.org.qemu:nvme-tgt / host nqn.2014-08.org.nvmexpress:uuid:1b4e28ba",
@@ -92,6 +108,13 @@ FAULTS = [
     ("mpt3sas_cm0: pci_request_selected_regions: failed", "other_fault"),
     ("mpt3sas_cm2: failure at drivers/scsi/mpt3sas/mpt3sas_base.c:3021/mpt3sas_base_map_resources()!", "other_fault"),
     ("sd 4:2:1:0: [sdb] tag#211 task abort FAILED!! scmd(0x000000004a7ce2f1)", "other_fault"),
+    ("sd 0:0:12:0: task abort called for scmd(ffff8810273c4a80)", "other_fault"),
+    ("sd 0:0:12:0: target reset called for scmd(ffff8810273c4a80)", "other_fault"),
+    ("qla2xxx [0000:81:00.1]-801c:3: Abort command issued nexus=3:0:7 --  2002.", "other_fault"),
+    (
+        "mpt2sas_cm1: _base_wait_for_doorbell_ack: failed due to timeout count(10000), doorbell_reg(2000)!",
+        "other_fault",
+    ),
     # 2.6 kernels' SCSI error and sense lines; the result line, which every labelled set calls a fault
     ("SCSI error : <2 0 1 0> return code = 0x8000002", "other_fault"),
     ("Device sdc not ready.", "other_fault"),
@@ -125,6 +148,9 @@ BENIGN = [
     "nvme nvme0: Successfully reconnected (2 attempts)",
     'nvme nvme1: Removing ctrl: NQN "nqn.2024-01.io.example:pool7"',
     "nvmet: adding nsid 3 to subsystem nqn.2019-08.org.qemu:nvme-tgt",
+    "zed: eid=12 class=statechange pool='scratch' vdev=nvme3n1p1 vdev_state=ONLINE",
+    'ubi0: attached mtd4 (name "ubi", size 64 MiB)',
+    "mpt2sas_cm1: removing handle(0x000b), sas_addr(0x5000c500a1b2c3d4)",
     "mptbase: ioc0: Recovered from IOC FAULT",
     "mptbase: ioc1: Initiating bringup",
     "mpt3sas_cm1: diag reset: SUCCESS",
