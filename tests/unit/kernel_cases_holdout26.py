@@ -15,6 +15,9 @@ FAULTS = [
     ("VERIFY0(dmu_object_free(os, obj, tx)) failed (2)", "other_fault"),
     ("PANIC at zfs_znode.c:611:zfs_znode_alloc()", "other_fault"),
     ("kernel: PANIC at space_map.c:404:space_map_load_callback()", "other_fault"),
+    ("PANIC: zfs: adding existent segment to range tree (offset=7f3a2c000 size=4000)", "other_fault"),
+    ("WARNING: zfs: freeing free segment (offset=1c000 size=2000)", "other_fault"),
+    ("PANIC: blkptr at 0000000071c2e9a4 has invalid COMPRESS 127", "other_fault"),
     (
         "zio pool=tank vdev=/dev/disk/by-id/ata-ST8000NM0055-1RM112_ZA1B2C3D-part1 error=52 type=1 offset=8192 size=4096 flags=180880",
         "other_fault",
@@ -104,6 +107,10 @@ FAULTS = [
     ("mptbase: ioc0: WARNING - IOC is in FAULT state (2622h)!!!", "other_fault"),
     ("mptsas: ioc1: ERROR - Diagnostic reset FAILED! (102h)", "other_fault"),
     ("mptscsih: ioc0: IOCStatus=8048 LogInfo=31120303", "other_fault"),
+    (
+        "mptbase: ioc2: LogInfo(0x31120403): Originator={PL}, Code={Abort}, SubCode(0x0403) cb_idx mptscsih_io_done",
+        "other_fault",
+    ),
     ("mpt2sas_cm1 fault info from func: _base_wait_for_doorbell_int", "other_fault"),
     ("mpt3sas_cm0: pci_request_selected_regions: failed", "other_fault"),
     ("mpt3sas_cm2: failure at drivers/scsi/mpt3sas/mpt3sas_base.c:3021/mpt3sas_base_map_resources()!", "other_fault"),
@@ -127,6 +134,7 @@ FAULTS = [
     ("RPC: 88 xprt_connect_status: error 113 connecting to server 10.0.8.4", "nfs"),
     ("mount.nfs: mounting nas02:/export/scratch failed, reason given by server: Permission denied", "nfs"),
     ("mount.nfs4: Connection timed out", "nfs"),
+    ("mount.nfs: requested NFS version or transport protocol is not supported", "nfs"),
     # the old ps-style hung-task line copied with no-break spaces around its state letter
     (
         "[ 3602.118] kworker/u16:2\u00a0\u00a0 D\u00a0\u00a0\u00a0 0 48213\u00a0\u00a0\u00a0\u00a0\u00a02 0x80000000",
@@ -149,10 +157,13 @@ BENIGN = [
     'nvme nvme1: Removing ctrl: NQN "nqn.2024-01.io.example:pool7"',
     "nvmet: adding nsid 3 to subsystem nqn.2019-08.org.qemu:nvme-tgt",
     "zed: eid=12 class=statechange pool='scratch' vdev=nvme3n1p1 vdev_state=ONLINE",
+    "zfs: module license 'CDDL' taints kernel.",
+    "mount.nfs: mount point /mnt/scratch does not exist",
     'ubi0: attached mtd4 (name "ubi", size 64 MiB)',
     "mpt2sas_cm1: removing handle(0x000b), sas_addr(0x5000c500a1b2c3d4)",
     "mptbase: ioc0: Recovered from IOC FAULT",
     "mptbase: ioc1: Initiating bringup",
+    "mptbase: ioc3: WARNING - mpt_fault_reset_work: HardReset: success",
     "mpt3sas_cm1: diag reset: SUCCESS",
     "sd 4:2:1:0: [sdb] tag#211 task abort SUCCESS!! scmd(0x000000004a7ce2f1)",
     "Info fld=0x0, Current sda: sense key No Sense",
