@@ -148,6 +148,8 @@ BENIGN = [
     "zio pool=tank vdev=/dev/sda1 error=0 type=1 offset=0 size=4096 flags=180880",
     "LNet: 2431:0:(o2iblnd_cb.c:3174:kiblnd_check_conns()) Skipped 7 previous similar messages",
     "LNet: Added LNI 10.10.4.20@o2ib1 [8/256/0/180]",
+    "LustreError: 3347:0:(client.c:2114:ptlrpc_expire_one_request()) Skipped 13 previous similar messages",
+    "LNetError: 2210:0:(o2iblnd_cb.c:3427:kiblnd_check_conns()) Skipped 1 previous similar message",
     "Lustre: Mounted scratch-client",
     "beegfs: mount(2231): Built without NVFS RDMA support.",
     "EXT4-fs (nvme0n1p2): mounted filesystem 7a1f5906-150c-4657-a3ea-b27c948b76b0 r/w with ordered data mode.",
