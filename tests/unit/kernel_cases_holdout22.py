@@ -78,7 +78,6 @@ FAULTS = [
 ]
 
 BENIGN = [
-    "sd 2:0:0:0: [sdb] Result: hostbyte=DID_OK driverbyte=DRIVER_OK",
     "nvme nvme1: failed to set APST feature (2)",
     "nvme nvme0: could not set timestamp (8194)",
     "ata3: SATA link up 6.0 Gbps (SStatus 133 SControl 300)",

@@ -186,7 +186,6 @@ BENIGN = [
     "------------[ cut here ]------------",
     "sdb: sdb1 sdb2",
     "vmalloc : 0xffffb00000000000 - 0xffffd00000000000   (32768 GB)",
-    "nvme nvme0: Reconnecting in 10 seconds...",
     "OCFS2 1.8.0",
     "kmemleak: Kernel memory leak detector initialized (mem pool available: 15579)",
     "i40e 0000:3b:00.1 ens1f1: NIC Link is Up, 25 Gbps Full Duplex, Requested FEC: None, Negotiated FEC: None",
