@@ -20,6 +20,7 @@ from tests.unit import kernel_cases_holdout18 as holdout18
 from tests.unit import kernel_cases_holdout20 as holdout20
 from tests.unit import kernel_cases_holdout22 as holdout22
 from tests.unit import kernel_cases_holdout24 as holdout24
+from tests.unit import kernel_cases_holdout28 as holdout28
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -392,6 +393,7 @@ ALL_FAULTS = (
     + holdout20.FAULTS
     + holdout22.FAULTS
     + holdout24.FAULTS
+    + holdout28.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -408,6 +410,7 @@ ALL_BENIGN = (
     + holdout20.BENIGN
     + holdout22.BENIGN
     + holdout24.BENIGN
+    + holdout28.BENIGN
 )
 
 
