@@ -73,6 +73,11 @@ FAULTS = [
     ("You probably have a hardware problem with your RAM chips", "mce_edac"),
     ("Data CACHE Level-1 Data-Read Error", "mce_edac"),
     ("Instruction TLB Level-0 Error", "mce_edac"),
+    # mcelog's record of a machine check quoted without its tag
+    ("CPU 12 BANK 5 TSC 2f1e8a7b9c0d", "mce_edac"),
+    ("STATUS be00000000800400 MCGSTATUS 5", "mce_edac"),
+    ("MCGCAP 1c09 APICID 1a SOCKETID 1", "mce_edac"),
+    ("Internal unclassified error: 1031", "mce_edac"),
     # testmgr.c self-tests failing, an end marker cut short, a debugging kernel's bad-page check
     ("alg: self-tests for sha256-avx2 (sha256) failed (rc=-22)", "other_fault"),
     (
