@@ -20,6 +20,9 @@ FAULTS = [
         "amdgpu 0000:c3:00.0: amdgpu: The cp might be in an unrecoverable state due to an unsuccessful queues",
         "other_fault",
     ),
+    ("[drm] RAS event of type ERREVENT_ATHUB_INTERRUPT detected!", "other_fault"),
+    ("qcm fence wait loop timeout expired", "other_fault"),
+    ("Failed to suspend process 0x8003", "other_fault"),
     # ENA's register reads and reset failing, its lost-completions threshold in the 6.x wording; bnxt's HWRM timeouts
     ("[ENA_COM: ena_com_reg_bar_read32] reading reg failed for timeout. expected: req id[3] offset[0]", "other_fault"),
     ("ena 0000:00:06.0 eth1: Reading reg failed for timeout. expected: req id[7] offset[8]", "other_fault"),
@@ -107,6 +110,8 @@ BENIGN = [
     # the same sources' informational and recovery lines
     "nouveau 0000:01:00.0: gsp: released sec2 falcon",
     "amdgpu 0000:03:00.0: amdgpu: GPU reset(2) succeeded!",
+    "Evicting PASID 0x8003 queues",
+    "Finished restoring pasid 0x8003",
     "ena 0000:00:05.0 eth0: Device reset completed successfully, Driver info: Elastic Network Adapter (ENA) v2.8.0g",
     "pcieport 0000:80:03.0: pciehp: Slot(12-3): Link Up",
     "pci 0000:00:02.0: BAR 2: assigned [mem 0x4000000000-0x400fffffff 64bit pref]",
