@@ -30,6 +30,7 @@ FAULTS = [
     ("ena 0000:00:07.0: Device isn't ready, can't reset device", "other_fault"),
     ("ena 0000:00:07.0: Reset indication didn't turn off", "other_fault"),
     ("ena 0000:00:08.0: Can not reset device", "other_fault"),
+    ("ena 0000:00:09.0: Can not initialize ena admin queue with device", "other_fault"),
     ("ena 0000:00:08.0: ENA device init failed", "other_fault"),
     (
         "ena 0000:00:05.0 eth0: Lost TX completions are above the threshold (200 > 128). "
