@@ -21,6 +21,7 @@ from tests.unit import kernel_cases_holdout20 as holdout20
 from tests.unit import kernel_cases_holdout22 as holdout22
 from tests.unit import kernel_cases_holdout24 as holdout24
 from tests.unit import kernel_cases_holdout26 as holdout26
+from tests.unit import kernel_cases_holdout28 as holdout28
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -394,6 +395,7 @@ ALL_FAULTS = (
     + holdout22.FAULTS
     + holdout24.FAULTS
     + holdout26.FAULTS
+    + holdout28.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -411,6 +413,7 @@ ALL_BENIGN = (
     + holdout22.BENIGN
     + holdout24.BENIGN
     + holdout26.BENIGN
+    + holdout28.BENIGN
 )
 
 
