@@ -67,7 +67,8 @@ def rules() -> tuple[Rule, ...]:
             raise ValueError(f"kernel_patterns.toml: unknown kind {r['kind']!r}")
         if not r.get("anchors"):
             raise ValueError(f"kernel_patterns.toml: the rule {r['regex']!r} names no anchors")
-        out.append(Rule(r["kind"], re.compile(r["regex"]), r["source"], tuple(r["anchors"])))
+        # ASCII: a kernel prints \d and \w as ASCII, and a Unicode digit no anchor names would slip past the gate
+        out.append(Rule(r["kind"], re.compile(r["regex"], re.ASCII), r["source"], tuple(r["anchors"])))
     return tuple(out)
 
 
@@ -110,10 +111,13 @@ _KERNEL_TAG = re.compile(
     r"^(?:(?:[^\s:\[\]]+\s+)?kernel:\s*"
     r"|(?:Warning|Normal)\s{2,}[A-Z]\w*\s{2,}\S+(?: \(x\d+ over \S+\))?\s{2,}\S+(?:, \S+)?\s{2,})"
 )
-# Tabs and the no-break and other spaces web pages and editors put in pasted lines, read as spaces.
+# Every character str.isspace() calls a space (tabs, line and page breaks, the no-break and other spaces web pages
+# and editors put in pasted lines), read as a space: the rules' anchors are spelt with spaces.
 _SPACES = str.maketrans(
     dict.fromkeys(
-        "\t\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000", " "
+        "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+        "\u200a\u2028\u2029\u202f\u205f\u3000",
+        " ",
     )
 )
 # NV_PRINTF's head: 'NVRM: ' [GPU%d ] and the RM's function, camelCase as no Linux one; quoted without 'NVRM: ' too
@@ -141,7 +145,7 @@ class Stripped:
 
 def strip_prefixes(line: str) -> Stripped:
     """Remove record heads, timestamps and syslog prefixes, keeping what they say."""
-    s = line.strip()
+    s = first = line.strip()
     priority: int | None = None
     tag: str | None = None
     tag_pid: int | None = None
@@ -155,7 +159,7 @@ def strip_prefixes(line: str) -> Stripped:
             s = s[m.end() :]
             if t := _ISO_TIME.match(s):
                 s = s[t.end() :]
-        elif m := _TALOS.match(s):
+        elif s is first and (m := _TALOS.match(s)):  # talosctl's head opens a line: inside one it is text
             priority = _level(m["lvl"], priority)
             s = s[m.end() :]
         if m := _BRACKET_TIME.match(s):
@@ -291,7 +295,8 @@ def _automaton() -> tuple[ahocorasick.Automaton[int], tuple[tuple[int, ...], ...
 
 
 def _candidates(text: str) -> tuple[int, ...]:
-    """The rules, in order, that name an anchor the line holds: no other rule can match it."""
+    """The rules, in order, that name an anchor the line holds: no other rule can match it (the anchors tests in
+    tests/unit/test_kernel.py hold every rule's regex to its anchors)."""
     found = frozenset(n for _, n in _automaton()[0].iter(text))
     return _rules_of(found) if found else ()
 
@@ -305,6 +310,8 @@ def _rules_of(found: frozenset[int]) -> tuple[int, ...]:
 def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLine:
     if len(line) > MAX_LINE:
         line = line[:MAX_LINE]
+    if not (line.isascii() and line.isprintable()):
+        line = line.translate(_SPACES)
     stripped = strip_prefixes(line)
     message = stripped.message
     kind: str | None = None
@@ -313,8 +320,6 @@ def _classify(line: str, *, gated: bool, benign_fields: bool = True) -> KernelLi
     text = f"{stripped.tag}: {message}" if stripped.tag else message
     if _RM_FUNCTION.match(message):
         text = f"NVRM: {message}"
-    if "\t" in text or not text.isascii():
-        text = text.translate(_SPACES)  # the anchors are spelt with spaces
     every = rules()
     for i in _candidates(text) if gated else range(len(every)):
         if m := every[i].regex.search(text):

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from producers.kernel import BENIGN as BENIGN_KIND
 from producers.kernel import (
+    _SPACES,
     KINDS,
     _candidates,
     _classify,
@@ -21,6 +22,7 @@ from producers.kernel import (
     strip_prefixes,
     xid_line,
 )
+from producers.kernel import BENIGN as BENIGN_KIND
 from tests.conftest import SHARED, need
 
 CORPUS = SHARED / "corpus" / "kernel_lines.jsonl"
@@ -169,14 +171,27 @@ def test_prefixes_are_stripped_and_priorities_kept() -> None:
         "kworker/3:1     D    0  2291      2 0x80004000",
         "mlx5_core 0000:3b:00.0: Port: 1 Link DOWN",
         "EXT4-fs error (device sda2): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0",
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.",
     ],
 )
 def test_a_line_pasted_with_other_spaces_is_the_same_line(line: str) -> None:
-    # Web pages turn spaces into no-break spaces, tables into tabs: the rules' anchors are spelt with spaces.
-    want = classify(line).kind
-    assert want is not None
-    for space in ("\xa0", "\t", "\u202f", "\u3000"):
-        assert classify(line.replace(" ", space)).kind == want, repr(space)
+    # Web pages turn spaces into no-break spaces, tables into tabs; the rules' anchors are spelt with spaces.
+    want = classify(line)
+    assert want.kind is not None
+    for space in ("\xa0", "\t", "\u202f", "\u3000", "\x0b", "\x1f", "\x85", "\u2028"):
+        got = classify(line.replace(" ", space))
+        assert (got.kind, got.xid, got.pci_bus_id, got.pid, got.process) == (
+            want.kind,
+            want.xid,
+            want.pci_bus_id,
+            want.pid,
+            want.process,
+        ), repr(space)
+
+
+def test_every_space_python_knows_is_read_as_a_space() -> None:
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    assert [c.translate(_SPACES) for c in spaces] == [" "] * len(spaces)
 
 
 def test_talosctl_and_serial_console_prefixes_are_stripped() -> None:
@@ -185,6 +200,9 @@ def test_talosctl_and_serial_console_prefixes_are_stripped() -> None:
     assert (s.message, s.priority) == ("nvme nvme2: I/O 9 QID 4 timeout", 3)
     s = strip_prefixes("kern: warning: [2024-11-30T23:59:59Z]: EXT4-fs (sdb1): mounted filesystem")
     assert (s.message, s.priority) == ("EXT4-fs (sdb1): mounted filesystem", 4)
+    # inside a record, such a head is the message's text, and gives no priority
+    s = strip_prefixes("<6>kern: err: [2024-01-01T00:00:00Z]: nvme0: hello")
+    assert (s.message, s.priority) == ("kern: err: [2024-01-01T00:00:00Z]: nvme0: hello", 6)
     # a serial console capture's elapsed time, then the kernel's own timestamp
     s = strip_prefixes("01h 15m 02.004s(  12ms): [ 4502.100200] mlx5_core 0000:3b:00.0: Port: 1 Link DOWN")
     assert s.message == "mlx5_core 0000:3b:00.0: Port: 1 Link DOWN"
@@ -229,6 +247,22 @@ def test_overlong_lines_are_cut_not_fatal() -> None:
     got = classify("NVRM: Xid (PCI:0000:04:00): 79, " + "x" * 100_000)
     assert got.xid == 79
     assert len(got.message) <= 8192
+
+
+@pytest.mark.parametrize("index", range(len(rules())))
+def test_a_rule_s_regex_matches_only_lines_holding_one_of_its_anchors(index: int) -> None:
+    """Lines written from each rule's regex, with any characters where it allows them: where the regex matches, one
+    of the rule's anchors is in the line, or the gate would hide the rule from it."""
+    rule = rules()[index]
+
+    @settings(max_examples=60, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(rule.regex))
+    def holds(line: str) -> None:
+        line = line.translate(_SPACES)
+        if rule.regex.search(line):
+            assert any(a in line for a in rule.anchors), line
+
+    holds()
 
 
 @settings(max_examples=300)
