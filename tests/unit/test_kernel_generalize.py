@@ -22,6 +22,7 @@ from tests.unit import kernel_cases_holdout22 as holdout22
 from tests.unit import kernel_cases_holdout24 as holdout24
 from tests.unit import kernel_cases_holdout26 as holdout26
 from tests.unit import kernel_cases_holdout28 as holdout28
+from tests.unit import kernel_cases_holdout30 as holdout30
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -396,6 +397,7 @@ ALL_FAULTS = (
     + holdout24.FAULTS
     + holdout26.FAULTS
     + holdout28.FAULTS
+    + holdout30.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -414,6 +416,7 @@ ALL_BENIGN = (
     + holdout24.BENIGN
     + holdout26.BENIGN
     + holdout28.BENIGN
+    + holdout30.BENIGN
 )
 
 
