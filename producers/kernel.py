@@ -105,6 +105,11 @@ _RFC3339_SYSLOG = re.compile(
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+"
     r"(?:(?P<host>[^\s:\[\]]+)\s+)?(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
+# OpenWrt's logread: ctime ("Tue Dec  1 17:07:50 2020"), then "facility.level" (kern.err, kern.warn), then the tag.
+_LOGREAD = re.compile(
+    r"^[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4} [a-z]+\d?\.(?P<lvl>[a-z]+) "
+    r"(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
+)
 # "kernel: ", or `kubectl describe node`'s event columns (Type, Reason, Age, From) of a kernel-monitor event
 _KERNEL_TAG = re.compile(
     r"^(?:(?:[^\s:\[\]]+\s+)?kernel:\s*"
@@ -160,7 +165,7 @@ def strip_prefixes(line: str) -> Stripped:
             s = s[m.end() :]
         if m := _BRACKET_TIME.match(s):
             s = s[m.end() :]
-        if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s):
+        if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s) or _LOGREAD.match(s):
             if m["tag"] != "kernel":
                 tag = m["tag"]
                 tag_pid = _pid(m["pid"]) if m["pid"] else None

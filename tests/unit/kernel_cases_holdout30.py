@@ -69,3 +69,11 @@ BENIGN = [
     "nvme nvme0: 8/0/0 default/read/poll queues",
     "mlx5_core 0000:41:00.1 ens2f1np1: Link up",
 ]
+
+# OpenWrt's logread: ctime, then facility.level, then the tag; the message, and the level as a priority
+LOGREAD = (
+    "Wed Mar  3 09:12:44 2021 kern.warn kernel: [   88.204411] Uhhuh. NMI received for unknown reason 3c on CPU 1.",
+    "Uhhuh. NMI received for unknown reason 3c on CPU 1.",
+    4,
+    "mce_edac",
+)

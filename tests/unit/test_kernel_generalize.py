@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from producers.kernel import classify
+from producers.kernel import classify, strip_prefixes
 from tests.unit import kernel_cases_holdout4_5 as holdout4_5
 from tests.unit import kernel_cases_holdout6 as holdout6
 from tests.unit import kernel_cases_holdout7 as holdout7
@@ -455,3 +455,9 @@ def test_a_gpu_lost_in_d3cold_stays_the_links() -> None:
 def test_a_psp_failing_at_run_time_stays_a_fault() -> None:
     line, kind = holdout20.PSP_TIMEOUT
     assert classify(line).kind == kind
+
+
+def test_an_openwrt_logread_head_is_stripped_and_its_level_kept() -> None:
+    line, message, priority, kind = holdout30.LOGREAD
+    stripped = strip_prefixes(line)
+    assert (stripped.message, stripped.priority, classify(line).kind) == (message, priority, kind)
