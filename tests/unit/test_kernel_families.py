@@ -17,6 +17,8 @@ FAULTS = [
     ("EXT4-fs (sda1): error count since last fsck: 3", "fs_readonly"),
     ("Aborting journal on device sda1-8.", "fs_readonly"),
     ("JBD2: Error -5 detected when updating journal superblock for sda1-8.", "fs_readonly"),
+    # 6.x's spelling of the same write failure (the sets' majority: 8 fs_readonly, 1 other_fault)
+    ("JBD2: I/O error when updating journal superblock for sda1-8.", "fs_readonly"),
     # fs/xfs/xfs_message.c 'XFS (%s): %pV' with xfs_error.c, xfs_fsops.c, xfs_buf.c
     ('XFS (dm-0): metadata I/O error in "xfs_trans_read_buf_map" at daddr 0x2 len 1 error 5', "fs_readonly"),
     ("XFS (sdb): Corruption detected. Unmount and run xfs_repair", "fs_readonly"),
@@ -132,7 +134,6 @@ FAULTS = [
     ("EXT4-fs (sdb1): I/O error while writing superblock", "other_fault"),
     ("EXT4-fs warning (device sda1): ext4_end_bio:343: I/O error 10 writing to inode 1234 starting block 5678)",
      "other_fault"),
-    ("JBD2: I/O error when updating journal superblock for sda1-8.", "other_fault"),
     ("JBD2: Detected IO errors while flushing file data on sda1-8", "other_fault"),
     # fs/xfs/xfs_fsops.c xfs_do_force_shutdown, new and old spellings
     ("XFS (sdb): All device paths lost. Shutting down filesystem", "fs_readonly"),

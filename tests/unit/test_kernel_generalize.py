@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from producers.kernel import classify
+from producers.kernel import classify, strip_prefixes
 from tests.unit import kernel_cases_holdout4_5 as holdout4_5
 from tests.unit import kernel_cases_holdout6 as holdout6
 from tests.unit import kernel_cases_holdout7 as holdout7
@@ -22,6 +22,7 @@ from tests.unit import kernel_cases_holdout22 as holdout22
 from tests.unit import kernel_cases_holdout24 as holdout24
 from tests.unit import kernel_cases_holdout26 as holdout26
 from tests.unit import kernel_cases_holdout28 as holdout28
+from tests.unit import kernel_cases_holdout30 as holdout30
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -396,6 +397,7 @@ ALL_FAULTS = (
     + holdout24.FAULTS
     + holdout26.FAULTS
     + holdout28.FAULTS
+    + holdout30.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -414,6 +416,7 @@ ALL_BENIGN = (
     + holdout24.BENIGN
     + holdout26.BENIGN
     + holdout28.BENIGN
+    + holdout30.BENIGN
 )
 
 
@@ -452,3 +455,9 @@ def test_a_gpu_lost_in_d3cold_stays_the_links() -> None:
 def test_a_psp_failing_at_run_time_stays_a_fault() -> None:
     line, kind = holdout20.PSP_TIMEOUT
     assert classify(line).kind == kind
+
+
+def test_an_openwrt_logread_head_is_stripped_and_its_level_kept() -> None:
+    line, message, priority, kind = holdout30.LOGREAD
+    stripped = strip_prefixes(line)
+    assert (stripped.message, stripped.priority, classify(line).kind) == (message, priority, kind)
