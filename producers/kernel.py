@@ -86,12 +86,13 @@ _TALOS = re.compile(
 )
 _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")
 # "[ 1234.5678]", "[  +0.000001]", "[Sun Feb 23 16:24:30 2025]", "[wo jul 28 05:19:43 2021]",
-# "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket, at the start, but not lockdep's old
+# "[Jul 09 2024 18:14:07]": any bracket holding a digit and no nested bracket (200 characters at most: an unbounded
+# one backtracks quadratically on a line of digits), at the start, but not lockdep's old
 # banner "[ BUG: %s/%d still has locks held! ]", which is the message. Unbracketed: a bare "hh:mm:ss[.frac]"
 # (notes and chat logs keep only the time) and dmesg --time-format iso's "YYYY-MM-DDThh:mm:ss,usec+zz:zz" (a comma
 # and a zone, no tag after it: not rsyslog's RFC 3339); a serial console capture's "00h 02m 10.251s(76962ms): ".
 _BRACKET_TIME = re.compile(
-    r"^(?:\[(?! (?:INFO|BUG): )[^\[\]]*\d[^\[\]]*\]|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?=\s)"
+    r"^(?:\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\]|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?=\s)"
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):)\s*"
 )
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -192,6 +194,21 @@ def test_a_line_pasted_with_other_spaces_is_the_same_line(line: str) -> None:
 def test_every_space_python_knows_is_read_as_a_space() -> None:
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
     assert [c.translate(_SPACES) for c in spaces] == [" "] * len(spaces)
+
+
+def test_prefix_stripping_grows_linearly_with_a_hostile_line() -> None:
+    # "[" and 8 KiB of digits: a bracketed timestamp's unbounded "digit somewhere inside" took ~80 ms (quadratic)
+    def cost(n: int) -> float:
+        line = "[" + "1" * n
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(20):
+                strip_prefixes(line)
+            runs.append(time.perf_counter() - start)
+        return statistics.median(runs)
+
+    assert cost(8000) < 9 * cost(2000)  # linear: 4x the time for 4x the line, quadratic: 16x
 
 
 def test_talosctl_and_serial_console_prefixes_are_stripped() -> None:
