@@ -45,7 +45,8 @@ schema:
 # mutants/ is on PYTHONPATH before mutmut fills it: a subprocess of a test (gpuctl) runs the mutant
 # too, and a path missing when Python starts is never searched.
 mutate *MUTANTS:
-    test -x .venv-mutate/bin/mutmut || (python3 -m venv .venv-mutate && .venv-mutate/bin/pip install -q -e '.[embedded,mutate]')
+    test -x .venv-mutate/bin/python || python3 -m venv .venv-mutate
+    .venv-mutate/bin/pip install -q -e '.[embedded,mutate]'  # each run: a dependency added since the venv was made
     rm -rf mutants
     mkdir mutants
     PYTHONPATH="$PWD/mutants" GPUHEALTH_SHARED="$(cd .. && pwd)/shared" .venv-mutate/bin/mutmut run --max-children 2 \
