@@ -162,7 +162,7 @@ def strip_prefixes(line: str) -> Stripped:
             s = s[m.end() :]
             if t := _ISO_TIME.match(s):
                 s = s[t.end() :]
-        elif s is first and (m := _TALOS.match(s)):  # talosctl's head opens a line: inside one it is text
+        elif s is first and "]: " in s and (m := _TALOS.match(s)):  # it opens a line: inside one it is text
             priority = _level(m["lvl"], priority)
             s = s[m.end() :]
         if m := _BRACKET_TIME.match(s):
