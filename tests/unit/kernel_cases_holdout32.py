@@ -25,6 +25,19 @@ FAULTS = [
     ("(XEN) [88213.117003] Uhhuh. NMI received for unknown reason 2d.", "mce_edac"),
     ("(XEN) [ 6032.410277] Bank 4: be00000000800400", "mce_edac"),
     ("(XEN) *** DOUBLE FAULT ***", "other_fault"),
+    ("(XEN) [ 5120.883112] Panic on CPU 11:", "other_fault"),
+    ("(XEN) [ 5120.883114] FATAL TRAP: vector = 14 (page fault)", "other_fault"),
+    # 2.6's non-fatal MCE poller; a CXL memory device's media event record
+    (
+        "Feb  3 04:11:52 db2 kernel: MCE: The hardware reports a non fatal, correctable incident occurred on CPU 3.",
+        "mce_edac",
+    ),
+    (
+        "cxl_dram: memdev=mem2 host=0000:38:00.0 serial=7 log=Failure : time=1 uuid=601dcbb3-9c06-4eab-b8af-4e9bfb5c9624 "
+        "len=128 flags='0x1' handle=2 related_handle=0 maint_op_class=0 : dpa=1f000 dpa_flags='' descriptor='' "
+        "type='ECC Error' transaction_type='Host Read'",
+        "mce_edac",
+    ),
     # a SoC root port's link never up; CXL's RAS trace events (6.3 and rasdaemon's spellings)
     ("[    3.118842] meson-pcie f9800000.pcie: error: wait linkup timeout", "pcie_link"),
     (
@@ -74,6 +87,8 @@ BENIGN = [
     "nvmet_rdma: enabling port 1 (192.168.10.2:4420)",
     "nouveau 0000:01:00.0: pmu: firmware: failed to load nvidia/gp102/pmu/desc.bin (-2)",
     "(XEN) [   10.231180] Executing kexec image on cpu10",
+    "(XEN) [ 5120.883130] Reboot in five seconds...",
+    "(XEN) [ 5120.883101] ----[ Xen-4.17.2  x86_64  debug=n  Not tainted ]----",
     "(XEN) Xen version 4.17.2 (mockbuild@) (gcc (GCC) 12.2.1) debug=n Tue Oct 31 12:00:00 UTC 2023",
     "acpi PNP0A08:00: _OSC: OS now controls [PCIeHotplug SHPCHotplug PME AER PCIeCapability LTR]",
 ]
