@@ -91,9 +91,11 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+
 # banner "[ BUG: %s/%d still has locks held! ]", which is the message. Unbracketed: a bare "hh:mm:ss[.frac]"
 # (notes and chat logs keep only the time) and dmesg --time-format iso's "YYYY-MM-DDThh:mm:ss,usec+zz:zz" (a comma
 # and a zone, no tag after it: not rsyslog's RFC 3339); a serial console capture's "00h 02m 10.251s(76962ms): ".
+# Xen's console head "(XEN) " before its own "[uptime]", and a tab a pager showed as "^I" (a copy keeps the caret),
+# one a pass: the loop in strip_prefixes takes the next (a repeated group here cost every line ~15 ns).
 _BRACKET_TIME = re.compile(
     r"^(?:\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\]|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?=\s)"
-    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):)\s*"
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):|\(XEN\)|\^I)\s*"
 )
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
 # language ("jan.", "фев", "8月"), an optional leading year; or OpenWrt's logread: ctime ("Tue Dec  1 17:07:50 2020"),

@@ -23,6 +23,7 @@ from tests.unit import kernel_cases_holdout24 as holdout24
 from tests.unit import kernel_cases_holdout26 as holdout26
 from tests.unit import kernel_cases_holdout28 as holdout28
 from tests.unit import kernel_cases_holdout30 as holdout30
+from tests.unit import kernel_cases_holdout32 as holdout32
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -398,6 +399,7 @@ ALL_FAULTS = (
     + holdout26.FAULTS
     + holdout28.FAULTS
     + holdout30.FAULTS
+    + holdout32.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -417,6 +419,7 @@ ALL_BENIGN = (
     + holdout26.BENIGN
     + holdout28.BENIGN
     + holdout30.BENIGN
+    + holdout32.BENIGN
 )
 
 
@@ -461,3 +464,8 @@ def test_an_openwrt_logread_head_is_stripped_and_its_level_kept() -> None:
     line, message, priority, kind = holdout30.LOGREAD
     stripped = strip_prefixes(line)
     assert (stripped.message, stripped.priority, classify(line).kind) == (message, priority, kind)
+
+
+def test_a_xen_console_head_is_stripped() -> None:
+    line, message = holdout32.XEN
+    assert strip_prefixes(line).message == message
