@@ -16,6 +16,7 @@ FAULTS = [
     ("usb 1-6: unable to read config index 0 descriptor/start: -71", "other_fault"),
     ("usb 2-3: can't set config #1, error -71", "other_fault"),
     ("usb 5-1: string descriptor 0 read error: -22", "other_fault"),
+    ("usb 3-4: Not enough bandwidth for new device state.", "other_fault"),
     # the memory sanitizers' access lines: KASAN (and its 4.x spelling, an invalid free), KFENCE, KCSAN
     ("Write of size 8 at addr ffff888012345678 by task kworker/0:1/34", "other_fault"),
     ("[   88.123456] Read of size 1 by task modprobe/412", "other_fault"),
@@ -31,10 +32,17 @@ FAULTS = [
         "other_fault",
     ),
     ("WARNING: [refcount_read(&obj->ref) == 0] at kobject_put+0x5c/0x180, CPU#12: systemd-udevd/733", "other_fault"),
-    # nouveau's nv50 PGRAPH traps (and the 3.x head)
+    # nouveau's nv50 PGRAPH traps (and the 3.x head), gf100's trap details and unhandled interrupts, fbcon's lockup
     ("nouveau 0000:03:00.0: gr: TRAP_MP_EXEC - TP 1: No MPs claiming errors?", "other_fault"),
     ("nouveau 0000:02:00.0: gr: TRAP_TEXTURE - TP0: 00000000 00000000 00000000 00000000", "other_fault"),
     ("nouveau E[  PGRAPH][0000:01:00.0] TRAP_M2MF 00000001 00ba0000 01000000 00000000", "other_fault"),
+    ("nouveau 0000:0a:00.0: gr: DISPATCH 80000004 [CLASS_SUBCH_MISMATCH]", "other_fault"),
+    ("nouveau 0000:01:00.0: gr: SHADER 80000200, sph: 0x000200, stage: 0x01", "other_fault"),
+    ("nouveau 0000:05:00.0: gr: SKED: 00000040 [CONSTANT_BUFFER_SIZE]", "other_fault"),
+    ("nouveau 0000:01:00.0: gr: ROP1 00000000 02000000", "other_fault"),
+    ("nouveau 0000:02:00.0: gr: intr 00000080", "other_fault"),
+    ("nouveau 0000:02:00.0: fifo: INTR 00010000", "other_fault"),
+    ("nouveau 0000:01:00.0: DRM: GPU lockup - switching to software fbcon", "other_fault"),
     # nbd.c's other transport and reply errors, with and without the 'block ' head
     ("block nbd3: Connection timed out", "other_fault"),
     ("block nbd15: Connection timed out, retrying (0/1 alive)", "other_fault"),
@@ -57,6 +65,10 @@ FAULTS = [
     ("pcieport 0000:80:03.1: Uncorrectable (Non-Fatal) error message received", "pcie_aer"),
     ("pcieport 0000:00:1b.0: Multiple Corrected error received: 0000:02:00.0", "pcie_aer"),
     ("pcieport 0000:00:02.0: Uncorrected (Fatal) error received: id=0010", "pcie_aer"),
+    # err.c's recovery path without 'AER: '
+    ("pcieport 0000:40:01.2: device recovery failed", "pcie_aer"),
+    ("pcieport 0000:00:1d.0: Root Port link has been reset (0)", "pcie_aer"),
+    ("mpt3sas 0000:3b:00.0: can't recover (no error_detected callback)", "pcie_aer"),
     # sd.c: the caching mode page and the capacity not read
     ("sd 10:0:0:1: [sdk] Asking for cache data failed", "other_fault"),
     ("sd 6:0:0:0: [sdf] Read Capacity(10) failed: Result: hostbyte=DID_NO_CONNECT driverbyte=DRIVER_OK", "other_fault"),
@@ -92,6 +104,7 @@ BENIGN = [
     "qcom-qmp-usb-phy 88e9000.phy: Registered Qcom-QMP phy",
     "pcieport 0000:00:01.0: AER: enabled with IRQ 122",
     "nouveau 0000:01:00.0: DRM: allocated 1920x1080 fb: 0x60000, bo 000000009d2b9a4c",
+    "nouveau 0000:01:00.0: gr: 409000 - stat 00000000 00000000 00000000 00000000",
     # a task dump's line of a task that is not blocked (the sets' majority: state:I, state:S, state:R benign)
     "task:kthreadd        state:S stack:0     pid:2     tgid:2     ppid:0      flags:0x00004000",
     "task:rcu_preempt     state:I stack:0     pid:16    tgid:16    ppid:2      flags:0x00004000",
