@@ -32,6 +32,10 @@ FAULTS = [
         "other_fault",
     ),
     ("WARNING: [refcount_read(&obj->ref) == 0] at kobject_put+0x5c/0x180, CPU#12: systemd-udevd/733", "other_fault"),
+    # lib/bug.c's BUG without debug info, and its WARNING before 2.6.27
+    ("Kernel BUG at xfs_trans_cancel+0x1a4/0x1b0 [verbose debug info unavailable]", "other_fault"),
+    ("Badness at fs/buffer.c:2943", "other_fault"),
+    ("Badness at c01a7c34 [verbose debug info unavailable]", "other_fault"),
     # nouveau's nv50 PGRAPH traps (and the 3.x head), gf100's trap details and unhandled interrupts, fbcon's lockup
     ("nouveau 0000:03:00.0: gr: TRAP_MP_EXEC - TP 1: No MPs claiming errors?", "other_fault"),
     ("nouveau 0000:02:00.0: gr: TRAP_TEXTURE - TP0: 00000000 00000000 00000000 00000000", "other_fault"),
