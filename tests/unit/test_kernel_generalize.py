@@ -24,6 +24,7 @@ from tests.unit import kernel_cases_holdout26 as holdout26
 from tests.unit import kernel_cases_holdout28 as holdout28
 from tests.unit import kernel_cases_holdout30 as holdout30
 from tests.unit import kernel_cases_holdout32 as holdout32
+from tests.unit import kernel_cases_holdout34 as holdout34
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -400,6 +401,7 @@ ALL_FAULTS = (
     + holdout28.FAULTS
     + holdout30.FAULTS
     + holdout32.FAULTS
+    + holdout34.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -420,6 +422,7 @@ ALL_BENIGN = (
     + holdout28.BENIGN
     + holdout30.BENIGN
     + holdout32.BENIGN
+    + holdout34.BENIGN
 )
 
 
