@@ -20,6 +20,9 @@ FAULTS = [
         "[Firmware Warn]: GHES: Unhandled processor error type 0x18: micro-architectural error with reserved bit(s)",
         "mce_edac",
     ),
+    # a CPER record's FRU text naming a PCIe section, as its vendor's firmware spells it
+    ("[ 88.1] {12}[Hardware Error]:  fru_text: PCIe Slot 3", "pcie_aer"),
+    ("{2}[Hardware Error]: fru_text: PCIE_ERR", "pcie_aer"),
     # nouveau's graphics engine never idling for its TLB flush, and its status dump; the MMU's invalidate timeout
     ("nouveau 0000:02:00.0: gr: PGRAPH TLB flush idle timeout fail", "other_fault"),
     (
