@@ -10,6 +10,8 @@ SPACED_XIDS = [
     ("NVRM: Xid (PCI:0000:3b:00) : 79, pid=1234, GPU has fallen off the bus.", 79, "0000:3b:00.0"),
     ("[ 5531.100200] NVRM Xid (PCI:0000:86:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 0)", 13, "0000:86:00.0"),
     ("NVRM Xid (PCI:...) : 31, Ch 00000010, intr 10000000", 31, None),
+    ("NVRM: Xid(PCI:0000:41:00): 79, pid=2210, GPU has fallen off the bus.", 79, "0000:41:00.0"),
+    ("NVRM: Xid (PCI:0000:c1:00) 48, pid=9, An uncorrectable double bit error", 48, "0000:c1:00.0"),
 ]
 
 FAULTS = [
