@@ -65,6 +65,8 @@ FAULTS = [
     # ext4's superblock checksums
     ("EXT4-fs (nvme0n1p2): Invalid checksum for backup superblock 98304", "fs_readonly"),
     ("EXT4-fs (vdb): VFS: Found ext4 filesystem with invalid superblock checksum.  Run e2fsck?", "fs_readonly"),
+    ("EXT4-fs (md127): corrupt root inode, run e2fsck", "fs_readonly"),
+    ("EXT4-fs (sdc1): get root inode failed", "fs_readonly"),
     # nvme completions of commands the host no longer has: PCIe, TCP, RDMA, and the tag lookup
     ("nvme nvme2: request 0x1a3 genctr mismatch (got 0x5 expected 0x4)", "other_fault"),
     ("nvme nvme1: invalid id 61 completed on queue 7", "other_fault"),
@@ -73,6 +75,12 @@ FAULTS = [
     ("could not locate request for tag 0x7b", "other_fault"),
     # ixgbe's internal ECC failure
     ("ixgbe 0000:af:00.1 enp175s0f1: Received ECC Err, initiating reset", "other_fault"),
+    # NICs' damaged EEPROM/NVM at probe and the hardware's malicious-driver detection resetting a function
+    ("ixgbe 0000:3b:00.1: The EEPROM Checksum Is Not Valid", "other_fault"),
+    ("e1000e 0000:00:19.0: The NVM Checksum Is Not Valid", "other_fault"),
+    ("ice 0000:5e:00.1: Malicious Driver Detection event 2 on TX queue 40 PF# 1 VF# 3", "other_fault"),
+    ("i40e 0000:18:00.0: Malicious Driver Detection event 0x02 on TX queue 7 PF number 0x00 VF 0x01", "other_fault"),
+    ("i40e 0000:18:00.1: MDD TX event is for this function 0x00000001, requesting PF reset.", "other_fault"),
     # xhci's dequeue-pointer command failing
     ("xhci_hcd 0000:00:14.0: WARN Set TR Deq Ptr cmd failed due to incorrect slot or ep state.", "other_fault"),
     ("xhci_hcd 0000:02:00.0: WARN Set TR Deq Ptr cmd invalid because of stream ID configuration", "other_fault"),
@@ -107,5 +115,7 @@ BENIGN = [
     "megaraid_sas 0000:18:00.0: Init cmd return status SUCCESS for SCSI host 0",
     "sas: ata5: end_device-2:1: dev error handler",
     "ixgbe 0000:19:00.1 eno2: NIC Link is Down",
+    "ixgbe 0000:19:00.1: Multiqueue Enabled: Rx Queue count = 63, Tx Queue count = 63 XDP Queue count = 0",
+    "EXT4-fs (sdc1): recovery complete",
     "siw0: QP[4] siw_qp_llp_close: llp close exit: state IDLE",
 ]
