@@ -52,7 +52,7 @@ FAULTS = [
     # amdgpu's and radeon's GPU page-fault detail lines (gmc_v*_0.c, *hub_v*_0.c, cik.c)
     ("amdgpu 0000:03:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00841051", "other_fault"),
     ("amdgpu 0000:0c:00.0: amdgpu: \t Faulty UTCL2 client ID: TCP (0x8)", "other_fault"),
-    ("amdgpu 0000:0c:00.0: amdgpu: \t WALKER_ERROR: 0x0", "other_fault"),
+    ("amdgpu 0000:0c:00.0: amdgpu: \t WALKER_ERROR: 0x1", "other_fault"),
     ("amdgpu 0000:0c:00.0: amdgpu: \t MAPPING_ERROR: 0x1", "other_fault"),
     ("amdgpu 0000:0c:00.0: amdgpu:   in page starting at address 0x0000800100a00000 from client 27", "other_fault"),
     ("radeon 0000:01:00.0:   VM_CONTEXT1_PROTECTION_FAULT_ADDR   0x0010B1D4", "other_fault"),
