@@ -12,6 +12,11 @@ import sys
 def main() -> None:
     """The console script. Python takes a while to load gpuctl's commands on a busy node: Ctrl-C meanwhile
     is an interruption like any later one (exit 130), not a traceback from deep inside an import."""
+    import faulthandler
+    import signal
+
+    # `kill -USR1 <pid>` writes every thread's stack to stderr: a process that hangs says where, and keeps running.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         from gpuctl.main import main as run
     except KeyboardInterrupt:
