@@ -23,7 +23,14 @@ FAULTS = [
     ("qla2xxx [0000:05:00.0]-5003:1: ISP System Error - mbx1=4b8fh mbx2=10h mbx3=2ah mbx7=0h.", "other_fault"),
     ("qla2xxx [0000:3b:00.0]-5003:2: RISC paused -- HCCR=40, Dumping firmware.", "other_fault"),
     ("qla2xxx [0000:d8:00.1]-1015:7: MBX Command timeout for cmd 54, iocontrol=8 jiffies=1000a2f31.", "other_fault"),
-    # SCSI sense whose code or qualifier is the vendor's
+    (
+        "qla2xxx [0000:d8:00.0]-d001:2: Firmware dump saved to temp buffer (2/00000000c0ffee00), dump status flags"
+        " (0x3f).",
+        "other_fault",
+    ),
+    # SCSI sense whose key, code or qualifier is the vendor's
+    ("sd 1:0:2:0: [sdd] tag#301 Sense Key : Vendor Specific [current] [descriptor]", "other_fault"),
+    ("sd 4:0:0:0: [sde] Sense Key : 0x9 [current]", "other_fault"),
     ("sd 2:0:1:0: [sdc] tag#77 <<vendor>>ASC=0x80 ASCQ=0x1", "other_fault"),
     ("sd 0:0:5:0: [sdf] ASC=0x44 <<vendor>>ASCQ=0x95", "other_fault"),
     # exFAT and FAT corruption
