@@ -26,6 +26,7 @@ from tests.unit import kernel_cases_holdout30 as holdout30
 from tests.unit import kernel_cases_holdout32 as holdout32
 from tests.unit import kernel_cases_holdout34 as holdout34
 from tests.unit import kernel_cases_holdout36 as holdout36
+from tests.unit import kernel_cases_holdout38 as holdout38
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -404,6 +405,7 @@ ALL_FAULTS = (
     + holdout32.FAULTS
     + holdout34.FAULTS
     + holdout36.FAULTS
+    + holdout38.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -426,6 +428,7 @@ ALL_BENIGN = (
     + holdout32.BENIGN
     + holdout34.BENIGN
     + holdout36.BENIGN
+    + holdout38.BENIGN
 )
 
 
