@@ -17,6 +17,9 @@ def main() -> None:
 
     # `kill -USR1 <pid>` writes every thread's stack to stderr: a process that hangs says where, and keeps running.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    # A shell starts a background job with SIGINT ignored, and Python keeps it so: up's own handler, installed once
+    # it starts, would honour a SIGINT that the first second of start-up had lost. Honour it from the first instant.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         from gpuctl.main import main as run
     except KeyboardInterrupt:

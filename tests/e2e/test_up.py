@@ -404,6 +404,31 @@ def test_ctrl_c_at_any_instant_of_start_up_stops_everything_within_3_s(tmp_path:
         assert "reconnect" not in said.lower() and "disconnected" not in said.lower(), (i, said[-2000:])
 
 
+def test_ctrl_c_early_stops_up_even_when_it_was_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A shell starts a background job with SIGINT ignored, and Python keeps an ignored SIGINT ignored: a SIGINT in
+    the first second of up (before its own handler) was lost and up ran on, until the test's 20 s (seen twice, in CI
+    runs started with '&'). gpuctl now honours SIGINT from its first instant, as it does once started."""
+    kmsg = tmp_path / "kmsg"
+    kmsg.touch()
+    for i, delay in enumerate((0.3, 0.6)):
+        log = tmp_path / f"up{i}.log"
+        with log.open("w") as out:
+            proc = subprocess.Popen(up_argv(tmp_path / f"data{i}", kmsg), stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=ignore_sigint)  # fmt: skip
+        try:
+            time.sleep(delay)
+            os.killpg(proc.pid, signal.SIGINT)
+            code = hung_says_where(proc, log, i)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert code in (0, 130), (i, code, log.read_text()[-2000:])
+
+
+def ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def test_sigusr1_writes_every_thread_s_stack_to_the_log_and_up_keeps_running(up_stack: Up) -> None:
     """An operator (or a test) facing a hung gpuctl asks it where it is: kill -USR1 dumps, and nothing stops."""
     before = up_stack.log.read_text()
