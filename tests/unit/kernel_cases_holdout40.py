@@ -21,6 +21,7 @@ FAULTS = [
         "other_fault",
     ),
     ("block drbd1: disk( UpToDate -> Failed )", "other_fault"),
+    ("drbd r1/0 drbd5: local WRITE IO error sector 40960+16 on sdc2", "other_fault"),
     # POWER HMI and SPARC sun4v hardware error reports, mce's debug print of a bank
     ("HMI: [Loc: U78C9.001.WZS0CWX-P1-C9]: P:0 C:4 T:2: TFMR(2d12000870e04020) Timer Facility Error", "mce_edac"),
     ("HMI: [Loc: UOPWXX.1234567-Node0-Proc1]: P:1 C:8 T:0: Hypervisor Resource error - core check stop", "mce_edac"),
@@ -77,6 +78,7 @@ BENIGN = [
     "mce: Machine check injector initialized",
     "smpboot: CPU 5 is now offline",
     "block drbd0: disk( Attaching -> UpToDate )",
+    "drbd r1: conn( WFConnection -> WFReportParams )",
     "scsi host4: ib_srp: reconnect succeeded",
     "nwl-pcie fd0e0000.pcie: Link is UP",
     "Workqueue: poll_mpt2sas1_statu _base_fault_reset_work [mpt2sas]",
