@@ -67,6 +67,9 @@ FAULTS = [
     ("UBSAN: shift-out-of-bounds in", "other_fault"),
     ("index 16 is out of range for type 'u8 [16]'", "other_fault"),
     ("shift exponent 64 is too large for 64-bit type 'long unsigned int'", "other_fault"),
+    ("division by zero", "other_fault"),
+    ("load of value 7 is not a valid value for type '_Bool'", "other_fault"),
+    ("member access within null pointer of type 'struct net_device'", "other_fault"),
     # a power-up that fails, cut after the state
     ("xhci_hcd 0000:04:00.3: can't change power state from D3cold", "pcie_link"),
     # mpt2sas/mpt3sas fault watchdog
@@ -76,6 +79,7 @@ FAULTS = [
 
 BENIGN = [
     "mce: Machine check injector initialized",
+    "ubsan: enabled with CONFIG_UBSAN_TRAP=n",
     "smpboot: CPU 5 is now offline",
     "block drbd0: disk( Attaching -> UpToDate )",
     "drbd r1: conn( WFConnection -> WFReportParams )",
