@@ -27,6 +27,7 @@ from tests.unit import kernel_cases_holdout32 as holdout32
 from tests.unit import kernel_cases_holdout34 as holdout34
 from tests.unit import kernel_cases_holdout36 as holdout36
 from tests.unit import kernel_cases_holdout38 as holdout38
+from tests.unit import kernel_cases_holdout40 as holdout40
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -406,6 +407,7 @@ ALL_FAULTS = (
     + holdout34.FAULTS
     + holdout36.FAULTS
     + holdout38.FAULTS
+    + holdout40.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -429,6 +431,7 @@ ALL_BENIGN = (
     + holdout34.BENIGN
     + holdout36.BENIGN
     + holdout38.BENIGN
+    + holdout40.BENIGN
 )
 
 
