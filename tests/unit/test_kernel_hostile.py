@@ -45,10 +45,17 @@ def cpu_time(search: Callable[[str], object], line: str) -> float:
     return time.process_time() - start
 
 
+def steady_cpu_time(search: Callable[[str], object], line: str) -> float:
+    """The least of three tries where the first is over the bound: a busy machine's interrupts only add time
+    (a linear rule measured 14 ms steady, 27 ms once), while a backtracking one is slow every time."""
+    first = cpu_time(search, line)
+    return first if first < BOUND_S else min(first, cpu_time(search, line), cpu_time(search, line))
+
+
 @pytest.mark.parametrize("index", range(len(rules())))
 def test_no_rule_takes_long_on_a_hostile_line(index: int) -> None:
     rule = rules()[index]
-    worst = max(cpu_time(rule.regex.search, line) for anchor in rule.anchors[:4] for line in hostile(anchor))
+    worst = max(steady_cpu_time(rule.regex.search, line) for anchor in rule.anchors[:4] for line in hostile(anchor))
     assert worst < BOUND_S, f"{worst:.3f} s: {rule.regex.pattern[:120]}"
 
 
