@@ -75,6 +75,14 @@ FAULTS = [
     ("NVRM: s_prepareForFwsec_GA102: failed to prepare interface data for FWSEC cmd 0x15: 0x25", "other_fault"),
     ("NVRM: GPU0 tmrGetTimeEx_GA100: NVRM-RC: Consistently Bad TimeLo value", "other_fault"),
     ("NVRM: _threadNodeCheckTimeout: API_GPU_ATTACHED_SANITY_CHECK failed!", "other_fault"),
+    # the RM's LEVEL_ERROR words beyond 'fail' and 'error' (the 595 driver's formats): upper case, unsupported
+    # requests, faults, "should never happen", a NULL where an object must be
+    ("NVRM: tmrEventScheduleRelOSTimer_OSTIMER: OS Start timer FAILED!", "other_fault"),
+    ("NVRM: memmgrMemUtilsMemSetBlocking_GM107: Timed Out waiting for CE semaphore", "other_fault"),
+    ("NVRM: kfifoValidateEngineAndRunqueue_GP102: Unsupported runqueue: 0x3", "other_fault"),
+    ("NVRM: GPU1 kchangrpapiCtrlCmdGpFifoSchedule_IMPL: Channels in TSG 7 have different runlist IDs this should "
+     "never happen!", "other_fault"),
+    ("NVRM: rpcWriteCommonHeader: NVRM_RPC: called with NULL pRpc.  Function 76.", "other_fault"),
     # the display path and user processes (guide v2): modeset warnings, segfaults, traps, panics of any cause
     ("nvidia-modeset: WARNING: GPU:0: Lost display notification (0:0x00000000); continuing.", "other_fault"),
     ("nvidia-modeset: ERROR: GPU:0: Failed to allocate display engine core DMA push buffer", "other_fault"),
