@@ -353,7 +353,6 @@ BENIGN = [
     # the same families' recoveries and idle chatter
     "Lustre: scratch-OST0003-osc-ffff9a: Connection restored to 10.0.0.3@o2ib (at 10.0.0.3@o2ib)",
     "libceph: mon0 (1)10.0.0.1:6789 session established",
-    "libceph: osd12 (1)10.0.0.12:6801 socket closed (con state OPEN)",
     "FAT-fs (sdb1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
     "systemd[1]: Started NVIDIA Persistence Daemon.",
     "Feb 28 16:30:14 gx02 systemd[1]: nvidia-dcgm.service: Main process exited, code=killed, status=6/ABRT",
