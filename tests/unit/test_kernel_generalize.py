@@ -28,6 +28,7 @@ from tests.unit import kernel_cases_holdout34 as holdout34
 from tests.unit import kernel_cases_holdout36 as holdout36
 from tests.unit import kernel_cases_holdout38 as holdout38
 from tests.unit import kernel_cases_holdout40 as holdout40
+from tests.unit import kernel_cases_holdout42 as holdout42
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -407,6 +408,7 @@ ALL_FAULTS = (
     + holdout36.FAULTS
     + holdout38.FAULTS
     + holdout40.FAULTS
+    + holdout42.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -431,6 +433,7 @@ ALL_BENIGN = (
     + holdout36.BENIGN
     + holdout38.BENIGN
     + holdout40.BENIGN
+    + holdout42.BENIGN
 )
 
 
