@@ -28,6 +28,7 @@ from tests.unit import kernel_cases_holdout34 as holdout34
 from tests.unit import kernel_cases_holdout36 as holdout36
 from tests.unit import kernel_cases_holdout38 as holdout38
 from tests.unit import kernel_cases_holdout40 as holdout40
+from tests.unit import kernel_cases_holdout42 as holdout42
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -353,7 +354,6 @@ BENIGN = [
     # the same families' recoveries and idle chatter
     "Lustre: scratch-OST0003-osc-ffff9a: Connection restored to 10.0.0.3@o2ib (at 10.0.0.3@o2ib)",
     "libceph: mon0 (1)10.0.0.1:6789 session established",
-    "libceph: osd12 (1)10.0.0.12:6801 socket closed (con state OPEN)",
     "FAT-fs (sdb1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
     "systemd[1]: Started NVIDIA Persistence Daemon.",
     "Feb 28 16:30:14 gx02 systemd[1]: nvidia-dcgm.service: Main process exited, code=killed, status=6/ABRT",
@@ -408,6 +408,7 @@ ALL_FAULTS = (
     + holdout36.FAULTS
     + holdout38.FAULTS
     + holdout40.FAULTS
+    + holdout42.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -432,6 +433,7 @@ ALL_BENIGN = (
     + holdout36.BENIGN
     + holdout38.BENIGN
     + holdout40.BENIGN
+    + holdout42.BENIGN
 )
 
 
