@@ -43,10 +43,8 @@ FAULTS = [
     ("md: recovery thread: P incorrect, sector=3907029104", "other_fault"),
     ("md: disk3 read error, sector=123456", "other_fault"),
     ("md: disk0 write error, sector=88", "other_fault"),
-    # libceph and ceph: the nfs family's kind, with 6.x's client head too; a peer closing an open session is one
-    # since holdout43 labels it a fault (pass 3 had called it idle chatter, benign, with no label to go by)
-    ("libceph: osd12 (1)10.0.0.12:6801 socket closed (con state OPEN)", "nfs"),
-    ("libceph: mds0 (2)10.1.1.5:6800 socket closed (con state V1_BANNER)", "nfs"),
+    # libceph and ceph: the nfs family's kind, with 6.x's client head too (a peer closing a session stays benign:
+    # an OSD closes an idle one on a healthy cluster, the 'osdN down' beside it says the fault)
     ("libceph (9a1c0f2e-33b1-4c8d-a0e2-5f6b7c8d9e01 e112): osd14 down", "nfs"),
     ("libceph: connect (1)192.168.7.3:3300 error -101", "nfs"),
     (
@@ -176,4 +174,9 @@ BENIGN = [
     "rcu: Hierarchical SRCU implementation.",
     "NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  590.44.01",
     "nvidia: unknown parameter 'NVreg_PreserveVideoMemoryAllocations' ignored",
+    # the OOM report's task-table title (mm/oom_kill.c dump_tasks): the report's head is the fault
+    "Tasks state (memory values in pages):",
+    # an NVMe-oF host's retry and a Ceph OSD's idle session closing
+    "nvme nvme7: Reconnecting in 10 seconds...",
+    "libceph: osd4 (1)192.168.7.21:6800 socket closed (con state OPEN)",
 ]

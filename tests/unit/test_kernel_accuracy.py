@@ -20,9 +20,10 @@
   benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout6.py). Its one benign line
   flagged is again an '---[ end trace' line, labelled a fault in extra and extra2: the rule stays.
 - tests/data/kernel_lines_holdout7.jsonl: newer sources again, scored once unseen (93.5% detected, 2 of 99
-  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout7.py). Its two benign lines
-  flagged are labelled faults by earlier sets ('Tasks state (memory values in pages):' oom in holdout, the
-  NVLink 'shutdown all links unilaterally' nvlink in holdout6): the labels disagree, the rules stay.
+  benign flagged), then learnt from as families (tests/unit/kernel_cases_holdout7.py). Its one benign line
+  flagged, the NVLink 'shutdown all links unilaterally', holdout6 labels nvlink: the labels disagree, the rule stays.
+  Its 'Tasks state (memory values in pages):' (the OOM report's table title) holdout labels oom: benign since
+  holdout44 labelled it benign too.
 - tests/data/kernel_lines_holdout8.jsonl and holdout9: scored once unseen (94.3% and 94.9% detected), then
   learnt from as families (tests/unit/kernel_cases_holdout9.py for holdout9). Holdout9 labels 'Kernel Offset:
   disabled' benign, which holdout3 labels a fault (the same line), and pciehp's 'Attention button pressed' /
@@ -77,10 +78,7 @@ HOLDOUT13 = DATA / "kernel_lines_holdout13.jsonl"
 DISPUTED = {
     HOLDOUT4: ["[14387.209961] NVRM: The NVIDIA GPU 0000:5d:00.0"],
     HOLDOUT6: ["<4>[  201.922450] ---[ end trace 8794939ba0598b91 ]---"],
-    HOLDOUT7: [
-        "[337533.314332] Tasks state (memory values in pages):",
-        "knvlinkCoreShutdownDeviceLinks_IMPL: Need to shutdown all links unilaterally for GPU0",
-    ],
+    HOLDOUT7: ["knvlinkCoreShutdownDeviceLinks_IMPL: Need to shutdown all links unilaterally for GPU0"],
     HOLDOUT9: ["Kernel Offset: disabled"],
     HOLDOUT10: [
         "kern  :info  : 2025-01-17T15:36:28,356580+00:00 mlx5_core 0000:1b:00.1: Port module event: module 1, Cable unplugged"
@@ -250,6 +248,17 @@ def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
 #   … err -30' (fs_readonly 3 to 2), and 'Dazed and confused, but trying to continue' (mce_edac 3 to 1); and benign
 #   a failed command's 'CDB: Read(10) …' (other_fault 5 to 1) and libsas 'sas_scsi_recover_host busy: 1 failed: 1'
 #   (a failed count above 0: other_fault).
+# - holdout42/43/44 (315/391 found unseen by pass 26), learnt by pass 27 (tests/unit/kernel_cases_holdout42.py): 25
+#   crash-frame lines ('RIP: …', 'IP: …', 'EIP is at …', 'pc : …', 'epc : …') labelled other_fault (113 'RIP:' lines
+#   of earlier sets: benign, the report's head is its fault); holdout43's Lustre connection losses (3) and libceph
+#   failures (4) other_fault (earlier sets: nfs), a Ceph OSD's 'socket closed (con state OPEN)' other_fault (an idle
+#   session closes so), mpt3sas's 'log_info(0x3003011d)' (as holdout24's sibling) and a FreeBSD ahcich register line;
+#   holdout44's 'Kernel panic - not syncing: hung_task: blocked tasks' hung_task (the corpus: other_fault), nouveau's
+#   'pmu: firmware unavailable' (holdout32: benign), an 'Oops[#1]:' behind an unknown UDP log viewer's head, and benign
+#   'Memory cgroup stats for …' (oom 4 lines to 1), 'CPU#2 Utilization every 4s during lockup:' (holdout27:
+#   soft_lockup) and '#PF: supervisor write access' (other_fault 7 lines to 1). holdout43's two benign nvme
+#   'Reconnecting in 10 seconds...' win over holdout27's one fault; holdout41's benign 'status: { DRDY }' loses to
+#   seven fault labels.
 # Each set: (fault lines missed, fault lines not of their label's kind, what each benign line flagged contains).
 LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout20": (4, 6, ["[  pid  ]   uid  tgid total_vm"]),
@@ -259,7 +268,7 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout24": (1, 2, ["ata1.00: cmd c8/"]),
     "holdout25": (0, 2, ["exited with irqs disabled", "exited with irqs disabled"]),
     "holdout26": (0, 0, []),
-    "holdout27": (1, 1, ["CDB: Write(10)", "CDB: Write(10)", "VF BAR 2", "AER: device recovery successful"]),
+    "holdout27": (2, 2, ["CDB: Write(10)", "CDB: Write(10)", "VF BAR 2", "AER: device recovery successful"]),
     "holdout28": (0, 1, []),
     "holdout29": (0, 0, []),
     "holdout30": (0, 0, []),
@@ -285,7 +294,10 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout38": (0, 0, ["BAR 0: failed to assign"]),
     "holdout39": (1, 2, []),
     "holdout40": (0, 0, []),
-    "holdout41": (0, 4, ["sas_scsi_recover_host busy: 1 failed: 1", "CDB: Read(10)"]),
+    "holdout41": (0, 4, ["sas_scsi_recover_host busy: 1 failed: 1", "CDB: Read(10)", "status: { DRDY }"]),
+    "holdout42": (10, 10, []),
+    "holdout43": (12, 19, []),
+    "holdout44": (8, 9, ["Memory cgroup stats for", "Utilization every", "#PF: supervisor"]),
 }
 
 
