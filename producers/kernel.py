@@ -148,9 +148,18 @@ class Stripped:
     tag_pid: int | None
 
 
+def _glued_kernel_tag(m: re.Match[str]) -> bool:
+    """A syslog head whose host and 'kernel:' a forwarder glued together ('node-1kernel: '): no host read apart, no
+    pid, the tag ending in 'kernel'. A program's own tag ('ipykernel[12]: ') comes after its host and is kept."""
+    tag = m["tag"]
+    return tag.endswith("kernel") and m["host"] is None and m["pid"] is None
+
+
 def strip_prefixes(line: str) -> Stripped:
     """Remove record heads, timestamps and syslog prefixes, keeping what they say."""
     s = first = line.strip()
+    while s.endswith("^M"):  # a serial console capture's carriage return, kept in caret notation at the line's end
+        s = first = s[:-2].rstrip()
     priority: int | None = None
     tag: str | None = None
     tag_pid: int | None = None
@@ -170,7 +179,7 @@ def strip_prefixes(line: str) -> Stripped:
         if m := _BRACKET_TIME.match(s):
             s = s[m.end() :]
         if m := _SYSLOG.match(s) or _RFC3339_SYSLOG.match(s):
-            if m["tag"] != "kernel":
+            if m["tag"] != "kernel" and not _glued_kernel_tag(m):
                 tag = m["tag"]
                 tag_pid = _pid(m["pid"]) if m["pid"] else None
             lvl = m.groupdict().get("lvl") or m.groupdict().get("logread_lvl")

@@ -29,6 +29,7 @@ from tests.unit import kernel_cases_holdout36 as holdout36
 from tests.unit import kernel_cases_holdout38 as holdout38
 from tests.unit import kernel_cases_holdout40 as holdout40
 from tests.unit import kernel_cases_holdout42 as holdout42
+from tests.unit import kernel_cases_holdout45 as holdout45
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -411,6 +412,7 @@ ALL_FAULTS = (
     + holdout38.FAULTS
     + holdout40.FAULTS
     + holdout42.FAULTS
+    + holdout45.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -436,6 +438,7 @@ ALL_BENIGN = (
     + holdout38.BENIGN
     + holdout40.BENIGN
     + holdout42.BENIGN
+    + holdout45.BENIGN
 )
 
 
@@ -491,3 +494,14 @@ def test_an_openwrt_logread_head_is_stripped_and_its_level_kept() -> None:
 def test_a_xen_console_head_is_stripped() -> None:
     line, message = holdout32.XEN
     assert strip_prefixes(line).message == message
+
+
+def test_a_serial_captures_caret_m_is_cut() -> None:
+    line, message = holdout45.CARET_M
+    assert strip_prefixes(line).message == message
+
+
+@pytest.mark.parametrize(("line", "message", "tag"), [holdout45.GLUED, holdout45.OWN_TAG])
+def test_a_host_glued_to_kernel_is_the_kernels_a_programs_tag_its_own(line: str, message: str, tag: str | None) -> None:
+    stripped = strip_prefixes(line)
+    assert (stripped.message, stripped.tag) == (message, tag)
