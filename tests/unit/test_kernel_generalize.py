@@ -30,6 +30,7 @@ from tests.unit import kernel_cases_holdout38 as holdout38
 from tests.unit import kernel_cases_holdout40 as holdout40
 from tests.unit import kernel_cases_holdout42 as holdout42
 from tests.unit import kernel_cases_holdout45 as holdout45
+from tests.unit import kernel_cases_holdout47 as holdout47
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -413,6 +414,7 @@ ALL_FAULTS = (
     + holdout40.FAULTS
     + holdout42.FAULTS
     + holdout45.FAULTS
+    + holdout47.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -439,6 +441,7 @@ ALL_BENIGN = (
     + holdout40.BENIGN
     + holdout42.BENIGN
     + holdout45.BENIGN
+    + holdout47.BENIGN
 )
 
 
