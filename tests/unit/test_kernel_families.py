@@ -126,7 +126,6 @@ FAULTS = [
     ("INFO: task python:4242 <writer> blocked on an rw-semaphore likely owned by task python:4243 <reader>", "hung_task"),
     # mm/oom_kill.c: the OOM report (mm/show_mem.c's dump within it is benign: kernel_cases_holdout4_5.py)
     ("oom_reaper: unable to reap pid:4242 (python)", "oom"),
-    ("[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name", "oom"),
     ("Out of memory: Kill process 1234 (java) score 900 or sacrifice child", "oom"),
     # drivers/edac/edac_mc.c before 3.x; arch/x86/kernel/cpu/mce/core.c
     ('EDAC MC0: CE page 0x2d1c4, offset 0x0, grain 64, syndrome 0x1, row 1, channel 0, label "DIMM_A1"', "mce_edac"),
@@ -178,6 +177,8 @@ FAULTS = [
 
 # Near-misses from the same subsystems: informational, start-up and recovery lines.
 BENIGN = [
+    # the OOM report's task table (mm/oom_kill.c dump_tasks): its head line is the fault
+    "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name",
     "XFS (sdb): Mounting V5 Filesystem",
     "mlx5_core 0000:53:00.0 enp83s0f0np0: Link up",
     # en_main.c's carrier loss of an Ethernet netdev: benign as any Ethernet port's (holdout10, the corpus)
