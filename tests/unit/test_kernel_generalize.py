@@ -31,6 +31,7 @@ from tests.unit import kernel_cases_holdout40 as holdout40
 from tests.unit import kernel_cases_holdout42 as holdout42
 from tests.unit import kernel_cases_holdout45 as holdout45
 from tests.unit import kernel_cases_holdout47 as holdout47
+from tests.unit import kernel_cases_holdout49 as holdout49
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -415,6 +416,7 @@ ALL_FAULTS = (
     + holdout42.FAULTS
     + holdout45.FAULTS
     + holdout47.FAULTS
+    + holdout49.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -442,6 +444,7 @@ ALL_BENIGN = (
     + holdout42.BENIGN
     + holdout45.BENIGN
     + holdout47.BENIGN
+    + holdout49.BENIGN
 )
 
 
