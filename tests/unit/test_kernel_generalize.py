@@ -32,6 +32,7 @@ from tests.unit import kernel_cases_holdout42 as holdout42
 from tests.unit import kernel_cases_holdout45 as holdout45
 from tests.unit import kernel_cases_holdout47 as holdout47
 from tests.unit import kernel_cases_holdout48 as holdout48
+from tests.unit import kernel_cases_holdout49 as holdout49
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -417,6 +418,7 @@ ALL_FAULTS = (
     + holdout45.FAULTS
     + holdout47.FAULTS
     + holdout48.FAULTS
+    + holdout49.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -445,6 +447,7 @@ ALL_BENIGN = (
     + holdout45.BENIGN
     + holdout47.BENIGN
     + holdout48.BENIGN
+    + holdout49.BENIGN
 )
 
 
