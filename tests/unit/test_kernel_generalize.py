@@ -33,6 +33,7 @@ from tests.unit import kernel_cases_holdout45 as holdout45
 from tests.unit import kernel_cases_holdout47 as holdout47
 from tests.unit import kernel_cases_holdout48 as holdout48
 from tests.unit import kernel_cases_holdout49 as holdout49
+from tests.unit import kernel_cases_holdout50 as holdout50
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -419,6 +420,7 @@ ALL_FAULTS = (
     + holdout47.FAULTS
     + holdout48.FAULTS
     + holdout49.FAULTS
+    + holdout50.FAULTS
 )
 ALL_BENIGN = (
     BENIGN
@@ -448,6 +450,7 @@ ALL_BENIGN = (
     + holdout47.BENIGN
     + holdout48.BENIGN
     + holdout49.BENIGN
+    + holdout50.BENIGN
 )
 
 
