@@ -280,11 +280,19 @@ def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
 #   mlx5 Ethernet TX timeouts other_fault (infiniband 3 lines to 0), the ipoib_wq rescuer kthread infiniband (an
 #   earlier set: other_fault for mlx5e's), two panic heads oom and mce_edac (the corpus: panics other_fault), and benign
 #   EEH's 'PE location' line (pcie_aer in holdout41) and 'Memory cgroup stats for' (oom 4 lines to 2).
+# - holdout50/51 (161/177 found unseen by pass 30), learnt by pass 31 (tests/unit/kernel_cases_holdout50.py), which
+#   reads an mlx5 Ethernet netdev's TX timeout as any NIC's (other_fault 6 lines to 3; an IPoIB netdev's stays
+#   infiniband): holdout22's two and holdout14's one such line labelled infiniband count a wrong kind since. Disputed:
+#   holdout51's nvme 'frozen state error detected' pcie_aer (other_fault 4 to 2); benign a failed command's 'CDB:
+#   Read(10)' twice (3 to 3 before), XFS's 'First 64 bytes of corrupted metadata buffer:' (fs_readonly 8 to 2),
+#   bonding's 'link status definitely down for interface' twice (infiniband 18 to 2), nvme's 'restart after slot reset'
+#   (other_fault 2 to 1), an RCU stall's CPU and 'detected by' lines, '#PF'/'Oops' lines, ixgbe's 'Reset adapter' and
+#   a general protection fault cut to its 'non-canonical address' tail.
 # Each set: (fault lines missed, fault lines not of their label's kind, what each benign line flagged contains).
 LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout20": (4, 6, []),
     "holdout21": (7, 7, []),
-    "holdout22": (0, 2, []),
+    "holdout22": (0, 4, []),
     "holdout23": (1, 1, []),
     "holdout24": (1, 2, ["ata1.00: cmd c8/"]),
     "holdout25": (0, 2, ["exited with irqs disabled", "exited with irqs disabled"]),
@@ -355,7 +363,32 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
             "end Kernel panic",
         ],
     ),
-    "holdout49": (3, 8, ["EEH: PE location", "Memory cgroup stats for"]),
+    "holdout49": (3, 6, ["EEH: PE location", "Memory cgroup stats for"]),
+    "holdout50": (
+        0,
+        0,
+        [
+            "CDB: Read(10)",
+            "CDB: Read(10)",
+            "First 64 bytes",
+            "link status definitely down",
+            "link status definitely down",
+        ],
+    ),
+    "holdout51": (
+        0,
+        1,
+        [
+            "restart after slot reset",
+            "GPs behind",
+            "detected by 27",
+            "#PF: ",
+            "#PF: ",
+            "Oops: 0000",
+            "Reset adapter",
+            "non-canonical address",
+        ],
+    ),
 }
 
 
