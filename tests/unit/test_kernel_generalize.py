@@ -392,66 +392,38 @@ BENIGN = [
 
 
 # The later passes' cases (tests/unit/kernel_cases_*.py: the families each unseen set showed missing) run here too.
-ALL_FAULTS = (
-    FAULTS
-    + holdout4_5.FAULTS
-    + holdout6.FAULTS
-    + holdout7.FAULTS
-    + holdout9.FAULTS
-    + holdout10.FAULTS
-    + holdout11.FAULTS
-    + holdout12.FAULTS
-    + holdout14.FAULTS
-    + holdout16.FAULTS
-    + holdout18.FAULTS
-    + holdout20.FAULTS
-    + holdout22.FAULTS
-    + holdout24.FAULTS
-    + holdout26.FAULTS
-    + holdout28.FAULTS
-    + holdout30.FAULTS
-    + holdout32.FAULTS
-    + holdout34.FAULTS
-    + holdout36.FAULTS
-    + holdout38.FAULTS
-    + holdout40.FAULTS
-    + holdout42.FAULTS
-    + holdout45.FAULTS
-    + holdout47.FAULTS
-    + holdout48.FAULTS
-    + holdout49.FAULTS
-    + holdout50.FAULTS
+# every pass's case module: a new one is listed here once
+CASES = (
+    holdout4_5,
+    holdout6,
+    holdout7,
+    holdout9,
+    holdout10,
+    holdout11,
+    holdout12,
+    holdout14,
+    holdout16,
+    holdout18,
+    holdout20,
+    holdout22,
+    holdout24,
+    holdout26,
+    holdout28,
+    holdout30,
+    holdout32,
+    holdout34,
+    holdout36,
+    holdout38,
+    holdout40,
+    holdout42,
+    holdout45,
+    holdout47,
+    holdout48,
+    holdout49,
+    holdout50,
 )
-ALL_BENIGN = (
-    BENIGN
-    + holdout4_5.BENIGN
-    + holdout6.BENIGN
-    + holdout7.BENIGN
-    + holdout9.BENIGN
-    + holdout10.BENIGN
-    + holdout11.BENIGN
-    + holdout12.BENIGN
-    + holdout14.BENIGN
-    + holdout16.BENIGN
-    + holdout18.BENIGN
-    + holdout20.BENIGN
-    + holdout22.BENIGN
-    + holdout24.BENIGN
-    + holdout26.BENIGN
-    + holdout28.BENIGN
-    + holdout30.BENIGN
-    + holdout32.BENIGN
-    + holdout34.BENIGN
-    + holdout36.BENIGN
-    + holdout38.BENIGN
-    + holdout40.BENIGN
-    + holdout42.BENIGN
-    + holdout45.BENIGN
-    + holdout47.BENIGN
-    + holdout48.BENIGN
-    + holdout49.BENIGN
-    + holdout50.BENIGN
-)
+ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
+ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
 
 
 @pytest.mark.parametrize(("line", "kind"), ALL_FAULTS)
