@@ -14,9 +14,6 @@ FAULTS = [
     ("Kernel bug detected[#1]:", "other_fault"),
     ("insmod(1207): Kernel bad sw trap 5 [#1]", "other_fault"),
     ("swapper(0): Oops [#1]", "other_fault"),
-    # x86 show_fault_oops in 4.20: '#PF error: %s' with the decoded error code
-    ("[  55.120043] #PF error: [PROT] [WRITE] [normal kernel write fault]", "other_fault"),
-    ("#PF error: [INSTR]", "other_fault"),
     # a lockup or hung-task head cut by a line wrap
     ("NMI watchdog: BUG: soft lockup", "soft_lockup"),
     ("<0>[ 812.5] BUG: soft lockup -", "soft_lockup"),
@@ -105,6 +102,9 @@ FAULTS = [
 ]
 
 BENIGN = [
+    # x86 show_fault_oops in 4.20: '#PF error: %s' details the 'BUG: unable to handle …' line before it
+    "[  55.120043] #PF error: [PROT] [WRITE] [normal kernel write fault]",
+    "#PF error: [INSTR]",
     # the same drivers' start-up and recovery lines
     'nouveau 0000:2d:00.0: gsp: firmware "nvidia/ad102/gsp/gsp-535.113.01.bin" loaded',
     "mmc1: new ultra high speed SDR104 SDXC card at address 59b4",

@@ -111,7 +111,6 @@ FAULTS = [
     ("XFS: Internal error XFS_WANT_CORRUPTED_GOTO at line 1500 of file fs/xfs/libxfs/xfs_alloc.c.", "fs_readonly"),
     ("BTRFS: Transaction aborted (error -5)", "fs_readonly"),
     # oops detail, IOMMU faults, spurious interrupts, a disk that went away
-    ("#PF: supervisor read access in kernel mode", "other_fault"),
     ("---[ end trace 0000000000000000 ]---", "other_fault"),
     ("nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0010 address=0x1000 flags=0x0000]", "other_fault"),
     ("irq 42: nobody cared (try booting with the \"irqpoll\" option)", "other_fault"),
@@ -177,6 +176,9 @@ FAULTS = [
 
 # Near-misses from the same subsystems: informational, start-up and recovery lines.
 BENIGN = [
+    # show_fault_oops details the "BUG: unable to handle …" line before it: one crash report, one fault
+    "#PF: supervisor read access in kernel mode",
+    "#PF: error_code(0x0002) - not-present page",
     # the OOM report's task table (mm/oom_kill.c dump_tasks): its head line is the fault
     "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name",
     "XFS (sdb): Mounting V5 Filesystem",
