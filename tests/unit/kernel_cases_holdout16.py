@@ -154,11 +154,10 @@ FAULTS = [
     ("device-mapper: thin: 253:4: unable to service pool target messages in READ_ONLY or FAIL mode", "other_fault"),
     ("device-mapper: thin metadata: couldn't read superblock", "other_fault"),
     ("device-mapper: space map common: unable to decrement a reference count below 0", "other_fault"),
-    # a bond's other members it cannot use (bond_main.c, bond_3ad.c), amdgpu's faulting process line (6.9+),
+    # a bond's other members it cannot use (bond_main.c, bond_3ad.c),
     # gk20a's dev_err on an older Tegra device name
     ("bond2: (slave ens1f0np0): Port 1 did not find a suitable aggregator", "infiniband"),
     ("bond0: (slave ens2f0): invalid new link 1 on slave", "infiniband"),
-    ("amdgpu 0000:03:00.0: amdgpu:  Process blender pid 8812 thread blender:cs0 pid 8840", "other_fault"),
     (
         "gk20a gpu.0: gk20a_fifo_handle_mmu_fault: mmu fault on engine 0, engine subid 0 (gpc), client 1 (t1 0)",
         "other_fault",
@@ -187,6 +186,8 @@ NOUVEAU_XID = (
 )
 
 BENIGN = [
+    # amdgpu's faulting process line (6.9+): benign since pass 32, as the earlier sets label it (holdout36, holdout50)
+    "amdgpu 0000:03:00.0: amdgpu:  Process blender pid 8812 thread blender:cs0 pid 8840",
     "nouveau 0000:01:00.0: gsp: cli:0xc1d00002 obj:0x00730000 ctrl cmd:0x00731341 params_size:24",
     "nouveau 0000:01:00.0: gsp:msg fn:4108 len:0x20/0x0 res:0x0 resp:0x0",
     "nvgpu: 17000000.gv11b   gk20a_finalize_poweron:613  [INFO]  GPU is powered on",
