@@ -318,7 +318,7 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
             "Disabling IRQ",
         ],
     ),
-    "holdout36": (0, 1, ["Process WoWClassic.exe"]),
+    "holdout36": (0, 1, []),
     "holdout37": (1, 5, ["exited with preempt_count", "Reset adapter"]),
     "holdout38": (0, 0, ["BAR 0: failed to assign"]),
     "holdout39": (1, 2, []),
