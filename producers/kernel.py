@@ -92,9 +92,12 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+
 # (notes and chat logs keep only the time) and dmesg --time-format iso's "YYYY-MM-DDThh:mm:ss,usec+zz:zz" (a comma
 # and a zone, no tag after it: not rsyslog's RFC 3339); a serial console capture's "00h 02m 10.251s(76962ms): ".
 # Xen's console head "(XEN) " before its own "[uptime]", and a tab a pager showed as "^I" (a copy keeps the caret),
-# one a pass: the loop in strip_prefixes takes the next (a repeated group here cost every line ~15 ns).
+# one a pass: the loop in strip_prefixes takes the next (a repeated group here cost every line ~15 ns). A line number
+# an editor or a code view pasted before a "[ 843.133422]" stamp goes with it; avocado's job log puts its level and
+# the test's stream after the time ("12:17:09 DEBUG| [stdout] ").
 _BRACKET_TIME = re.compile(
-    r"^(?:\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\]|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?=\s)"
+    r"^(?:(?:\d{1,6} (?=\[\s*\d+\.\d+\]))?\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\]"
+    r"|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [A-Z]{4,5} ?\| \[std(?:out|err)\])?(?=\s)"
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):|\(XEN\)|\^I)\s*"
 )
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
@@ -118,10 +121,11 @@ _KERNEL_TAG = re.compile(
 )
 # Every character str.isspace() calls a space (tabs, line and page breaks, the no-break and other spaces web pages
 # and editors put in pasted lines), read as a space: the rules' anchors are spelt with spaces.
+# So are the control pictures of a carriage return and a line feed ("␍␊") a terminal capture shows at a line's end.
 _SPACES = str.maketrans(
     dict.fromkeys(
         "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-        "\u200a\u2028\u2029\u202f\u205f\u3000",
+        "\u200a\u2028\u2029\u202f\u205f\u3000\u240a\u240d",
         " ",
     )
 )

@@ -36,6 +36,8 @@ from tests.unit import kernel_cases_holdout49 as holdout49
 from tests.unit import kernel_cases_holdout50 as holdout50
 from tests.unit import kernel_cases_holdout53 as holdout53
 
+from tests.unit import kernel_cases_holdout54 as holdout54
+
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
     ("[drm:intel_dp_link_training [i915]] *ERROR* failed to train DP, aborting", "other_fault"),
@@ -423,6 +425,7 @@ CASES = (
     holdout49,
     holdout50,
     holdout53,
+    holdout54,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
