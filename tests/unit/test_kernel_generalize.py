@@ -34,6 +34,7 @@ from tests.unit import kernel_cases_holdout47 as holdout47
 from tests.unit import kernel_cases_holdout48 as holdout48
 from tests.unit import kernel_cases_holdout49 as holdout49
 from tests.unit import kernel_cases_holdout50 as holdout50
+from tests.unit import kernel_cases_holdout58 as holdout58
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -421,6 +422,7 @@ CASES = (
     holdout48,
     holdout49,
     holdout50,
+    holdout58,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
