@@ -54,11 +54,11 @@ FAULTS = [
     ("block nbd0: Attempted send on closed socket in sock_xmit", "other_fault"),
     ("nbd4: Attempted send on invalid socket", "other_fault"),
     ("block nbd7: Wrong magic (0x8b3a2f10)", "other_fault"),
-    # the other network and virtual block devices: Ceph's rbd and its cluster map, device-mapper's damaged data
-    ("rbd: rbd3: write at objno 2048 0~65536 result -110", "other_fault"),
-    ("rbd: rbd0: encountered watch error: -107", "other_fault"),
-    ("rbd: rbd1: failed to reregister watch: -108", "other_fault"),
-    ("rbd: rbd2: failed to acquire exclusive lock: -108", "other_fault"),
+    # the other network and virtual block devices: Ceph's rbd (nfs since pass 36, as every Ceph client), device-mapper's damaged data
+    ("rbd: rbd3: write at objno 2048 0~65536 result -110", "nfs"),
+    ("rbd: rbd0: encountered watch error: -107", "nfs"),
+    ("rbd: rbd1: failed to reregister watch: -108", "nfs"),
+    ("rbd: rbd2: failed to acquire exclusive lock: -108", "nfs"),
     ("libceph: osd7 down", "nfs"),
     ("device-mapper: crypt: dm-3: INTEGRITY AEAD ERROR, sector 409600", "other_fault"),
     ("device-mapper: verity: 254:1: data block 5120 is corrupted", "other_fault"),
