@@ -5,12 +5,12 @@ lines of the same sources that must stay benign."""
 from __future__ import annotations
 
 FAULTS = [
-    # SCSI sense lines quoted from their 'tag#N ' head on, and the Illegal Request key with its LBA and zoned codes
+    # SCSI sense lines quoted from their 'tag#N ' head on, and the Illegal Request key's LBA and zoned-write codes
     ("tag#1024 FAILED Result: hostbyte=DID_ERROR driverbyte=DRIVER_OK cmd_age=31s", "other_fault"),
     ("tag#7 Sense Key : Hardware Error [current] [descriptor]", "other_fault"),
     ("tag#3 Add. Sense: Unrecovered read error - auto reallocate failed", "other_fault"),
     ("tag#19 Add. Sense: Logical unit not ready, cause not reportable", "other_fault"),
-    ("sd 2:0:1:0: [sdc] tag#14 Sense Key : Illegal Request [current]", "other_fault"),
+    ("sd 7:0:0:0: [sdh] tag#22 Add. Sense: Unaligned write command", "other_fault"),
     ("sd 5:0:0:0: [sdf] tag#201 Add. Sense: Write boundary violation", "other_fault"),
     ("sd 1:0:0:0: [sdb] Add. Sense: Logical block address out of range", "other_fault"),
     # the old sense dump's descriptor line, libata's result line cut after 'Emask'
@@ -31,15 +31,7 @@ FAULTS = [
     ("device-mapper: clone: 253:9: Aborting current metadata transaction", "other_fault"),
     ("device-mapper: cache metadata: policy couldn't load cache block 4096", "other_fault"),
     ("device-mapper: era: couldn't read_lock superblock", "other_fault"),
-    # FAT's and exFAT's dirty volume and their damage warnings
-    (
-        "FAT-fs (mmcblk0p1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
-        "fs_readonly",
-    ),
-    (
-        "exFAT-fs (sdc1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
-        "fs_readonly",
-    ),
+    # FAT's and exFAT's damage warnings
     ("exFAT-fs (sdd2): Medium has reported failures. Some data may be lost.", "fs_readonly"),
     ("FAT-fs (sdb1): Corrupted directory (i_pos 8421)", "fs_readonly"),
     # Raspberry Pi's SD host errors, with a BusyBox syslogd head too
@@ -76,6 +68,9 @@ BENIGN = [
     "tag#4 Sense Key : Recovered Error [current]",
     "tag#4 CDB: Read(16) 88 00 00 00 00 00 10 20 30 40 00 00 00 08 00 00",
     "sd 0:0:0:0: [sda] tag#9 Add. Sense: Invalid command operation code",
+    "sd 3:0:0:0: [sdd] tag#2 Sense Key : Illegal Request [current]",
+    # the dirty bit of an unclean shutdown, as ext4's journal recovery
+    "exFAT-fs (sdc1): Volume was not properly unmounted. Some data may be corrupt. Please run fsck.",
     # a Hyper-V TEST UNIT READY probe, which the driver itself logs only as a warning
     "hv_storvsc f8b3781a-1e82-4818-a1c3-63d806ec15bb: tag#0 cmd 0x0 status: scsi 0x2 srb 0x86 hv 0xc0000001",
     # zswap set up with a fallback, its pool loaded
