@@ -36,8 +36,8 @@ from tests.unit import kernel_cases_holdout49 as holdout49
 from tests.unit import kernel_cases_holdout50 as holdout50
 from tests.unit import kernel_cases_holdout53 as holdout53
 from tests.unit import kernel_cases_holdout54 as holdout54
-from tests.unit import kernel_cases_holdout58 as holdout58
 from tests.unit import kernel_cases_holdout56 as holdout56
+from tests.unit import kernel_cases_holdout58 as holdout58
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -427,8 +427,8 @@ CASES = (
     holdout50,
     holdout53,
     holdout54,
-    holdout58,
     holdout56,
+    holdout58,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
