@@ -188,7 +188,8 @@ def strip_prefixes(line: str) -> Stripped:
             if m["tag"] != "kernel" and not _glued_kernel_tag(m):
                 tag = m["tag"]
                 tag_pid = _pid(m["pid"]) if m["pid"] else None
-            lvl = m.groupdict().get("lvl") or m.groupdict().get("logread_lvl") or m.groupdict().get("bb_lvl")
+            found = m.groupdict()  # once: each call builds a dict
+            lvl = found.get("lvl") or found.get("logread_lvl") or found.get("bb_lvl")
             if lvl:
                 priority = _level(lvl, priority)
             s = s[m.end() :]
