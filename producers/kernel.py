@@ -101,11 +101,13 @@ _BRACKET_TIME = re.compile(
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):|\(XEN\)|\^I)\s*"
 )
 # syslog / journalctl: "<mon> <day> <hh:mm:ss>[.frac] [host] [LEVEL] tag[pid]: ", month in any
-# language ("jan.", "фев", "8月"), an optional leading year; or OpenWrt's logread: ctime ("Tue Dec  1 17:07:50 2020"),
+# language ("jan.", "фев", "8月"), an optional leading year, BusyBox syslogd's "facility.level" after the host
+# ("Jun 21 17:28:01 openelec user.err kernel: "); or OpenWrt's logread: ctime ("Tue Dec  1 17:07:50 2020"),
 # then "facility.level" (kern.err, kern.warn). One pattern, not two: a second failed match costs every line ~3%.
 _SYSLOG = re.compile(
     r"^(?:(?:\d{4}\s+)?\S+\s+\d{1,2},?\s+(?:\d{4}\s+)?\d{2}:\d{2}:\d{2}(?:\.\d+)?\s+"
-    r"(?:(?P<host>[^\s:\[\]]+)\s+)??(?:(?P<lvl>[A-Z]{3,7})\s+)?"
+    r"(?:(?P<host>[^\s:\[\]]+)\s+)??(?:(?P<lvl>[A-Z]{3,7})\s+"
+    r"|(?:kern|user|daemon|syslog|local\d)\.(?P<bb_lvl>emerg|alert|crit|err|warn(?:ing)?|notice|info|debug)\s+)?"
     r"|[A-Z][a-z]{2} [A-Z][a-z]{2}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4} [a-z]+\d?\.(?P<logread_lvl>[a-z]+) )"
     r"(?P<tag>[^\s:\[\]]+)(?:\[(?P<pid>\d+)\])?:\s*"
 )
@@ -186,7 +188,8 @@ def strip_prefixes(line: str) -> Stripped:
             if m["tag"] != "kernel" and not _glued_kernel_tag(m):
                 tag = m["tag"]
                 tag_pid = _pid(m["pid"]) if m["pid"] else None
-            lvl = m.groupdict().get("lvl") or m.groupdict().get("logread_lvl")
+            found = m.groupdict()  # once: each call builds a dict
+            lvl = found.get("lvl") or found.get("logread_lvl") or found.get("bb_lvl")
             if lvl:
                 priority = _level(lvl, priority)
             s = s[m.end() :]

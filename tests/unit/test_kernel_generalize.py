@@ -36,6 +36,7 @@ from tests.unit import kernel_cases_holdout49 as holdout49
 from tests.unit import kernel_cases_holdout50 as holdout50
 from tests.unit import kernel_cases_holdout53 as holdout53
 from tests.unit import kernel_cases_holdout54 as holdout54
+from tests.unit import kernel_cases_holdout56 as holdout56
 from tests.unit import kernel_cases_holdout58 as holdout58
 from tests.unit import kernel_cases_holdout59 as holdout59
 
@@ -427,6 +428,7 @@ CASES = (
     holdout50,
     holdout53,
     holdout54,
+    holdout56,
     holdout58,
     holdout59,
 )
