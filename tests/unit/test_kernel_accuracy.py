@@ -288,6 +288,21 @@ def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
 #   bonding's 'link status definitely down for interface' twice (infiniband 18 to 2), nvme's 'restart after slot reset'
 #   (other_fault 2 to 1), an RCU stall's CPU and 'detected by' lines, '#PF'/'Oops' lines, ixgbe's 'Reset adapter' and
 #   a general protection fault cut to its 'non-canonical address' tail.
+# - holdout52-58 (923/1,081 found unseen with holdout59 at ed4a9a6), learnt by passes 32-35 (tests/unit/
+#   kernel_cases_holdout{53,54,56,58}.py), and holdout59 by pass 36 (kernel_cases_holdout59.py). Disputed, the rules
+#   keeping the earlier majority: panics labelled by their cause ('Fatal machine check' mce_edac, 'softlockup: hung
+#   tasks' soft_lockup twice, 'CPU context corrupt' and powerpc's 'Oops: Machine check' mce_edac; earlier sets call
+#   panic heads other_fault 15 lines to 6); amdgpu's 'Process … pid … thread … pid' other_fault three times (benign in
+#   holdout36 and holdout50: the fault line before it is the report's head); FAT's dirty-volume note, btrfs's cancelled
+#   scrub (-125) and 'callbacks suppressed' faults; 'CDB:' lines and the bare 'Sense Key : Illegal Request' other_fault;
+#   nouveau's 'unknown chipset' and 'failed to create encoder', 'Invalid ROM contents', i40e's 'DCB init failed', an
+#   optional iwlwifi image (-2), 'BAR N: failed to assign' twice, iSER's 'send queue drained', rxe's 'set down', a
+#   Lustre 'Skipped N previous similar messages' and Ceph's 'socket closed' twice, all benign by earlier labels; FSP
+#   failures other_fault (gsp in earlier sets: the FSP boots the GSP); nouveau's 'gsp: suspend failed' other_fault
+#   (gsp); LNet's 'Error -61 starting up LNI' nfs (other_fault with its sibling 'Can't load LND'); and benign a crash
+#   report's 'end trace', 'Kernel Offset' and three 'Oops: 0000' lines, RCU stall detail lines, the FSP failure dump's
+#   'version=…, gspFmcSysmemOffset=…' line (printed at LEVEL_ERROR only after a failed boot command), nvme's 'resetting
+#   controller' twice (holdout24: other_fault), a degraded md array's assembly and the OOM report's 'memory+swap: usage'.
 # Each set: (fault lines missed, fault lines not of their label's kind, what each benign line flagged contains).
 LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout20": (4, 4, []),
@@ -387,6 +402,25 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
             "non-canonical address",
         ],
     ),
+    "holdout52": (1, 3, ["end trace"]),
+    "holdout53": (1, 1, ["Kernel Offset", "ticks this GP", "ticks this GP", "detected by", "end trace"]),
+    "holdout54": (6, 9, ["gspFmcSysmemOffset", "ticks this GP"]),
+    "holdout55": (7, 7, []),
+    "holdout56": (5, 5, ["end trace", "raid level 4 active"]),
+    "holdout57": (4, 5, []),
+    "holdout58": (
+        5,
+        6,
+        [
+            "resetting controller",
+            "resetting controller",
+            "Oops: 0000",
+            "Oops: 0000",
+            "internal RCU debug",
+            "Oops: 0000",
+        ],
+    ),
+    "holdout59": (4, 6, ["internal RCU debug", "memory+swap", "end Kernel panic"]),
 }
 
 
