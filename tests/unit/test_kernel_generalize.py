@@ -39,6 +39,7 @@ from tests.unit import kernel_cases_holdout54 as holdout54
 from tests.unit import kernel_cases_holdout56 as holdout56
 from tests.unit import kernel_cases_holdout58 as holdout58
 from tests.unit import kernel_cases_holdout59 as holdout59
+from tests.unit import kernel_cases_holdout63 as holdout63
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -333,7 +334,6 @@ BENIGN = [
     "usb 1-1: Cannot enable. Maybe the USB cable is bad?",
     "usb 3-2: device descriptor read/64, error -71",
     "usb 1-4: device not accepting address 6, error -62",
-    "Bluetooth: hci0: command 0xfc05 tx timeout",
     "Bluetooth: hci0: Reading Intel version command failed (-110)",
     "Bluetooth: hci0: Hardware error 0x0c",
     "snd_hda_intel 0000:00:1f.3: no codecs found!",
@@ -431,6 +431,7 @@ CASES = (
     holdout56,
     holdout58,
     holdout59,
+    holdout63,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
