@@ -39,6 +39,7 @@ from tests.unit import kernel_cases_holdout54 as holdout54
 from tests.unit import kernel_cases_holdout56 as holdout56
 from tests.unit import kernel_cases_holdout58 as holdout58
 from tests.unit import kernel_cases_holdout59 as holdout59
+from tests.unit import kernel_cases_holdout61 as holdout61
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -331,8 +332,6 @@ BENIGN = [
     "xhci_hcd 0000:00:14.0: ERROR Transfer event for disabled endpoint slot 5 ep 2",
     "xhci_hcd 0000:00:14.0: Error while assigning device slot ID: Command Aborted",
     "usb 1-1: Cannot enable. Maybe the USB cable is bad?",
-    "usb 3-2: device descriptor read/64, error -71",
-    "usb 1-4: device not accepting address 6, error -62",
     "Bluetooth: hci0: command 0xfc05 tx timeout",
     "Bluetooth: hci0: Reading Intel version command failed (-110)",
     "Bluetooth: hci0: Hardware error 0x0c",
@@ -431,6 +430,7 @@ CASES = (
     holdout56,
     holdout58,
     holdout59,
+    holdout61,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
