@@ -319,7 +319,7 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout31": (0, 0, []),
     "holdout32": (2, 2, []),
     "holdout33": (0, 0, ["D 0 7649 5453"]),
-    "holdout34": (1, 1, []),
+    "holdout34": (2, 2, []),
     "holdout35": (
         1,
         1,
@@ -405,7 +405,7 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout53": (1, 1, ["Kernel Offset", "ticks this GP", "ticks this GP", "detected by", "end trace"]),
     "holdout54": (6, 9, ["gspFmcSysmemOffset", "ticks this GP"]),
     "holdout55": (7, 7, []),
-    "holdout56": (5, 5, ["end trace", "raid level 4 active"]),
+    "holdout56": (4, 4, ["end trace", "raid level 4 active"]),
     "holdout57": (4, 5, []),
     "holdout58": (
         5,
