@@ -39,6 +39,7 @@ from tests.unit import kernel_cases_holdout54 as holdout54
 from tests.unit import kernel_cases_holdout56 as holdout56
 from tests.unit import kernel_cases_holdout58 as holdout58
 from tests.unit import kernel_cases_holdout59 as holdout59
+from tests.unit import kernel_cases_holdout67 as holdout67
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -431,6 +432,7 @@ CASES = (
     holdout56,
     holdout58,
     holdout59,
+    holdout67,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
