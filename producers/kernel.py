@@ -93,11 +93,12 @@ _ISO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+
 # and a zone, no tag after it: not rsyslog's RFC 3339); a serial console capture's "00h 02m 10.251s(76962ms): ".
 # Xen's console head "(XEN) " before its own "[uptime]", and a tab a pager showed as "^I" (a copy keeps the caret),
 # one a pass: the loop in strip_prefixes takes the next (a repeated group here cost every line ~15 ns). A line number
-# an editor or a code view pasted before a "[ 843.133422]" stamp goes with it; avocado's job log puts its level and
+# an editor or a code view pasted before a "[ 843.133422]" stamp goes with it, and so does the '> ' a mail's
+# author put before a quoted stamp (' > [  774.318157] etnaviv-gpu …'); avocado's job log puts its level and
 # the test's stream after the time ("12:17:09 DEBUG| [stdout] "); a PREEMPT_RT kernel's console puts the CPU after the
 # stamp ("[ 198.48] 000: SError Interrupt …"): three digits and a colon, taken with it.
 _BRACKET_TIME = re.compile(
-    r"^(?:(?:\d{1,6} (?=\[\s*\d+\.\d+\]))?\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\](?: \d{3}:(?= ))?"
+    r"^(?:(?:(?:\d{1,6}|>) (?=\[\s*\d+\.\d+\]))?\[(?! (?:INFO|BUG): )(?=[^\[\]\d]*\d)[^\[\]]{1,200}\](?: \d{3}:(?= ))?"
     r"|\d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [A-Z]{4,5} ?\| \[std(?:out|err)\])?(?=\s)"
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2},\d+[+-]\d{2}:?\d{2}(?=\s)|\d+h \d+m \d+\.\d+s\(\s*\d+ms\):|\(XEN\)|\^I)\s*"
 )

@@ -42,6 +42,7 @@ from tests.unit import kernel_cases_holdout59 as holdout59
 from tests.unit import kernel_cases_holdout61 as holdout61
 from tests.unit import kernel_cases_holdout63 as holdout63
 from tests.unit import kernel_cases_holdout64 as holdout64
+from tests.unit import kernel_cases_holdout67 as holdout67
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -436,6 +437,7 @@ CASES = (
     holdout61,
     holdout63,
     holdout64,
+    holdout67,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
