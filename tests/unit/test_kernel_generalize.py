@@ -43,6 +43,7 @@ from tests.unit import kernel_cases_holdout61 as holdout61
 from tests.unit import kernel_cases_holdout63 as holdout63
 from tests.unit import kernel_cases_holdout64 as holdout64
 from tests.unit import kernel_cases_holdout67 as holdout67
+from tests.unit import kernel_cases_holdout71 as holdout71
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -438,6 +439,7 @@ CASES = (
     holdout63,
     holdout64,
     holdout67,
+    holdout71,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
