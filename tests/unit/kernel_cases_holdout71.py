@@ -18,7 +18,7 @@ FAULTS = [
     ("aspeed-i2c-bus 1e78a0c0.i2c-bus: irq handled != irq. expected 0x00000011, but was 0x00000001", "other_fault"),
     ("ftgmac100 1e670000.ethernet eth1: NCSI Channel 1 timed out!", "other_fault"),
     ("ftgmac100 1e670000.ethernet eth1: NCSI: No channel found with link!", "other_fault"),
-    ("aspeed-video 1e700000.video: Timed out; first mode detect", "other_fault"),
+    ("aspeed-video 1e700000.video: Timed out when stopping streaming", "other_fault"),
     ("aspeed-smc 1e630000.spi: No good frequency, using dumb slow", "other_fault"),
     ("ipmi_si: Unable to find any System Interface(s)", "other_fault"),
     ("udc 1e6a0000.usb-vhub:p3: failed to start g_ether: -19", "other_fault"),
@@ -41,7 +41,6 @@ FAULTS = [
     ("rtrs_server L1210: <sess-07>: Failed to send RDMA-write: -22", "infiniband"),
     ("hns3 0000:35:00.1: hns_roce_set_kernel_sq_size error for create qp", "infiniband"),
     # nouveau PMU, FIFO, GSP; sdhci; uvcvideo; PM cut line; RCU; workqueue
-    ("nouveau 0000:02:00.0: pmu: firmware unavailable", "other_fault"),
     ("nouveau 0000:02:00.0: fifo: INTR 00000100: 00000000", "other_fault"),
     ("nvkm 0000:41:00.0: gsp: peek msg rpc fn:12 len:0x20/0x1000", "gsp"),
     ("mmc1: 1.8V regulator output did not become stable", "other_fault"),
@@ -58,5 +57,6 @@ BENIGN = [
     "RPC:  1187 call_bind (status 0)",
     "hv_balloon: Using Dynamic Memory protocol version 2.0",
     "aspeed-smc 1e620000.spi: Using 50 MHz SPI frequency",
-    "nouveau 0000:01:00.0: pmu: firmware loaded",
+    "aspeed-video 1e700000.video: Timed out; first mode detect",
+    "nouveau 0000:01:00.0: pmu: firmware unavailable",
 ]
