@@ -20,7 +20,6 @@ FAULTS = [
     ("ftgmac100 1e670000.ethernet eth1: NCSI: No channel found with link!", "other_fault"),
     ("aspeed-video 1e700000.video: Timed out when stopping streaming", "other_fault"),
     ("aspeed-smc 1e630000.spi: No good frequency, using dumb slow", "other_fault"),
-    ("ipmi_si: Unable to find any System Interface(s)", "other_fault"),
     ("udc 1e6a0000.usb-vhub:p3: failed to start g_ether: -19", "other_fault"),
     # hv_balloon.c, x86 ex_handler_msr, kernel/cfi.c, hid-core.c
     ("hv_balloon: Unhandled message: type: 17", "other_fault"),
