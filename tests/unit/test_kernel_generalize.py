@@ -44,6 +44,7 @@ from tests.unit import kernel_cases_holdout63 as holdout63
 from tests.unit import kernel_cases_holdout64 as holdout64
 from tests.unit import kernel_cases_holdout67 as holdout67
 from tests.unit import kernel_cases_holdout68 as holdout68
+from tests.unit import kernel_cases_holdout71 as holdout71
 
 FAULTS = [
     # drivers/gpu/drm/drm_print.c: '[drm:%ps] *ERROR* %pV' and '%s %s: [drm:%ps] *ERROR* ', any DRM driver
@@ -440,6 +441,7 @@ CASES = (
     holdout64,
     holdout67,
     holdout68,
+    holdout71,
 )
 ALL_FAULTS = FAULTS + [case for module in CASES for case in module.FAULTS]
 ALL_BENIGN = BENIGN + [line for module in CASES for line in module.BENIGN]
