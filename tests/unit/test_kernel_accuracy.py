@@ -314,6 +314,14 @@ def test_the_floors_hold_on_the_sixteenth_pass_sets(path: Path) -> None:
 #   'note: … exited with irqs disabled' (other_fault 4 to 3), thermal 'failed to read out thermal zone' (benign 3 to 1),
 #   'uas_eh_device_reset_handler start' (other_fault), a lockdep 'suspicious rcu_dereference_check() usage!' line
 #   (other_fault), and the conventions above: panics other_fault, crash-report trailers, CDBs, RCU stall detail.
+# - holdout68-74 (654/770 found unseen at 5a56ca7), learnt by passes 41-42 (tests/unit/kernel_cases_holdout{68,71}.py)
+#   but holdout74, scored and held as it is. Pass 41 makes a failed request's 'tag#N Sense Key : Illegal Request' a fault
+#   (7 labels to 0; the probe's answer without 'tag#' stays benign). Disputed: 'Oops: …[#1]', 'invalid opcode' and
+#   'kernel stack overflow (double-fault)' after a head, KASAN's 'null-ptr-deref in range', RCU stall detail, 'end
+#   trace', libata's 'status: { DRDY }', btrfs's 'lost page write' (other_fault by the earlier labels), the root-mount
+#   advice line, nouveau's 'pmu: firmware unavailable' (benign 2 to 1), EDR's 'DPC port successfully recovered' and
+#   DPC's 'Data Link Layer Link Active not set' (pcie_link 6 to 2), nvme's 'restart after slot reset' and 'detected
+#   capacity change … to 0', pciehp's 'Link Down/Up ignored', 'BAR 13: no space for'.
 # Each set: (fault lines missed, fault lines not of their label's kind, what each benign line flagged contains).
 LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout20": (4, 4, []),
@@ -450,6 +458,21 @@ LATER_DISPUTED: dict[str, tuple[int, int, list[str]]] = {
     "holdout65": (5, 7, ["end trace", "end trace"]),
     "holdout66": (1, 1, []),
     "holdout67": (1, 1, ["end trace", "end trace", "end trace"]),
+    "holdout68": (1, 1, ["null-ptr-deref", "Oops: 0000", "Oops: 0002"]),
+    "holdout69": (2, 2, ["end trace", "end trace"]),
+    "holdout70": (0, 2, ["end trace", "end trace", "end trace", "end trace", "end trace"]),
+    "holdout71": (0, 0, ["invalid opcode", "Oops: 0002", "Oops: 0011"]),
+    "holdout72": (
+        2,
+        3,
+        ["ticks this GP", "Tasks blocked on level-0", "null-ptr-deref", "double-fault", "ticks this GP", "root="],
+    ),
+    "holdout73": (0, 0, ["status: { DRDY }"]),
+    "holdout74": (
+        8,
+        10,
+        ["successfully recovered", "detected capacity change", "restart after slot reset", "end trace"],
+    ),
 }
 
 
